@@ -1,0 +1,16 @@
+// Package all registers every distlock backend with distlock.Open:
+//
+//	import _ "github.com/distlock/distlock/all"
+//
+// Schemes: mem (memlock), redis and rediss (redissingle), redlock (redlock), etcd (etcdlock),
+// postgres and postgresql (pgadvisory), zk (zklock).
+package all
+
+import (
+	_ "github.com/distlock/distlock/etcdlock"
+	_ "github.com/distlock/distlock/memlock"
+	_ "github.com/distlock/distlock/pgadvisory"
+	_ "github.com/distlock/distlock/redissingle"
+	_ "github.com/distlock/distlock/redlock"
+	_ "github.com/distlock/distlock/zklock"
+)

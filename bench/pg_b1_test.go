@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/pgadvisory"
+)
+
+const (
+	pgB1Ops    = 3000
+	pgB1Rounds = 6
+)
+
+// BenchmarkPGB1Uncontended: one client, one key at a time, acquire then
+// release: our TryAcquire + Release (pinned connection, fence from the
+// sequence, TTL set on the session, monitor goroutine) against the raw
+// pg_advisory_lock + pg_advisory_unlock pair on a held pgx connection,
+// alternating A/B for pgB1Rounds rounds of pgB1Ops. It reports the median
+// per-pair time of each (us) and ours/raw; raw+nextval adds the fence to
+// the raw lock statement, to show what durability costs. Run with
+// -benchtime=1x.
+func BenchmarkPGB1Uncontended(b *testing.B) {
+	s := startPG(b)
+	ours := s.locker(b, nil)
+	raw := s.rawConn(b)
+	ctx := context.Background()
+	impls := []struct {
+		name string
+		op   func(key string) error
+	}{
+		{"ours", func(key string) error {
+			ls, err := ours.TryAcquire(ctx, key)
+			if err != nil {
+				return err
+			}
+			return ls.Release(ctx)
+		}},
+		{"raw", func(key string) error {
+			id := pgadvisory.KeyID(pgadvisory.DefaultNamespace, key)
+			if _, err := raw.Exec(ctx, "SELECT pg_advisory_lock($1)", id); err != nil {
+				return err
+			}
+			_, err := raw.Exec(ctx, "SELECT pg_advisory_unlock($1)", id)
+			return err
+		}},
+		// The raw pair plus a durable fence from the same sequence in the
+		// lock statement: what the fence alone costs (a logged nextval
+		// flushes the WAL once every 32 values).
+		{"raw+nextval", func(key string) error {
+			id := pgadvisory.KeyID(pgadvisory.DefaultNamespace, key)
+			if _, err := raw.Exec(ctx, "SELECT nextval('distlock_fence') FROM pg_advisory_lock($1)", id); err != nil {
+				return err
+			}
+			_, err := raw.Exec(ctx, "SELECT pg_advisory_unlock($1)", id)
+			return err
+		}},
+	}
+	for _, im := range impls { // warm up connections and statements
+		for i := range 300 {
+			if err := im.op(fmt.Sprintf("pgb1:warm:%s:%d", im.name, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	us := map[string][]float64{}
+	b.ResetTimer()
+	for range b.N {
+		for r := range pgB1Rounds {
+			for i := range impls {
+				im := impls[(i+r)%len(impls)]
+				start := time.Now()
+				for j := range pgB1Ops {
+					if err := im.op(fmt.Sprintf("pgb1:%s:%d", im.name, j%16)); err != nil {
+						b.Fatalf("%s: %v", im.name, err)
+					}
+				}
+				us[im.name] = append(us[im.name], float64(time.Since(start).Microseconds())/pgB1Ops)
+			}
+		}
+	}
+	b.StopTimer()
+	o, r, rf := median(us["ours"]), median(us["raw"]), median(us["raw+nextval"])
+	b.ReportMetric(o, "ours-us")
+	b.ReportMetric(r, "raw-us")
+	b.ReportMetric(rf, "raw+nextval-us")
+	b.ReportMetric(o/r, "ours/raw")
+	b.ReportMetric(o/rf, "ours/raw+nextval")
+	b.ReportMetric(float64(s.sessions(b, "distlock")), "ours-conns")
+	b.Logf("rounds: ours %v, raw %v, raw+nextval %v", us["ours"], us["raw"], us["raw+nextval"])
+}

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+)
+
+// rlB1Ops is how many acquire+release pairs each implementation runs per
+// round; rounds alternate the order.
+const (
+	rlB1Ops    = 1500
+	rlB1Rounds = 4
+)
+
+// BenchmarkRedlockB1Uncontended: one client, 5 masters, one key, acquire
+// then release: our redlock (TryAcquire + Release) against redsync v4
+// (TryLockContext + UnlockContext), both with a 30 s TTL, in the same
+// process against the same servers, alternating A/B for rlB1Rounds rounds
+// of rlB1Ops. It reports the median per-pair time of each (us) and
+// ours/redsync. Run with -benchtime=1x.
+func BenchmarkRedlockB1Uncontended(b *testing.B) {
+	c := startRedlockNodes(b, 5)
+	ours := c.ours(b, c.addrs, nil)
+	rs := c.redsync(b, c.addrs)
+	ctx := context.Background()
+	impls := []struct {
+		name string
+		op   func(key string) error
+	}{
+		{"ours", func(key string) error {
+			ls, err := ours.TryAcquire(ctx, key)
+			if err != nil {
+				return err
+			}
+			return ls.Release(ctx)
+		}},
+		{"redsync", func(key string) error {
+			m := rs.NewMutex(key, redsync.WithExpiry(30*time.Second), redsync.WithTries(1))
+			if err := m.TryLockContext(ctx); err != nil {
+				return err
+			}
+			_, err := m.UnlockContext(ctx)
+			return err
+		}},
+	}
+	for _, im := range impls { // warm up connections and scripts
+		for i := range 200 {
+			if err := im.op(fmt.Sprintf("rlb1:warm:%s:%d", im.name, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	us := map[string][]float64{}
+	b.ResetTimer()
+	for range b.N {
+		for r := range rlB1Rounds {
+			for i := range impls {
+				im := impls[(i+r)%len(impls)]
+				start := time.Now()
+				for j := range rlB1Ops {
+					if err := im.op(fmt.Sprintf("rlb1:%s:%d", im.name, j%16)); err != nil {
+						b.Fatalf("%s: %v", im.name, err)
+					}
+				}
+				us[im.name] = append(us[im.name], float64(time.Since(start).Microseconds())/rlB1Ops)
+			}
+		}
+	}
+	b.StopTimer()
+	o, r := median(us["ours"]), median(us["redsync"])
+	b.ReportMetric(o, "ours-us")
+	b.ReportMetric(r, "redsync-us")
+	b.ReportMetric(o/r, "ours/redsync")
+	b.Logf("rounds: ours %v, redsync %v", us["ours"], us["redsync"])
+}

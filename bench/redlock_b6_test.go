@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+
+	"github.com/distlock/distlock/redlock"
+)
+
+// BenchmarkRedlockB6Nodes: acquire+release p50 over N = 1, 3, 5, 7
+// masters, ours and redsync alternating, and the per-node slope
+// ((t7 - t1) / 6); then N = 5 with one node frozen (docker pause) and
+// with one node killed, to show a dead node costs at most the per-node
+// timeout per step (ours: 50 ms default, so about 100 ms per acquire +
+// release pair). redsync runs once with the frozen node and not with the
+// killed one: its go-redis clients retry the dial for about a minute per
+// operation. Run with -benchtime=1x.
+func BenchmarkRedlockB6Nodes(b *testing.B) {
+	c := startRedlockNodes(b, 7)
+	ctx := context.Background()
+	type impl struct {
+		name string
+		op   func(key string) error
+	}
+	mk := func(addrs []string) []impl {
+		ours := c.ours(b, addrs, nil)
+		rs := c.redsync(b, addrs)
+		return []impl{
+			{"ours", func(key string) error {
+				ls, err := ours.TryAcquire(ctx, key)
+				if err != nil {
+					return err
+				}
+				return ls.Release(ctx)
+			}},
+			{"redsync", func(key string) error {
+				m := rs.NewMutex(key, redsync.WithExpiry(30*time.Second), redsync.WithTries(1))
+				if err := m.TryLockContext(ctx); err != nil {
+					return err
+				}
+				_, err := m.UnlockContext(ctx)
+				return err
+			}},
+		}
+	}
+	p50 := func(im impl, n int) time.Duration {
+		ds := make([]time.Duration, n)
+		for i := range ds {
+			start := time.Now()
+			if err := im.op(fmt.Sprintf("rlb6:%s:%d", im.name, i%16)); err != nil {
+				b.Fatalf("%s: %v", im.name, err)
+			}
+			ds[i] = time.Since(start)
+		}
+		return percentile(ds, 0.5)
+	}
+	res := map[string]map[int]time.Duration{"ours": {}, "redsync": {}}
+	for _, n := range []int{1, 3, 5, 7} {
+		impls := mk(c.addrs[:n])
+		for _, im := range impls {
+			p50(im, 200) // warm
+		}
+		for r := range 2 {
+			for i := range impls {
+				im := impls[(i+r)%2]
+				d := p50(im, 1000)
+				if old, ok := res[im.name][n]; !ok || d < old {
+					res[im.name][n] = d
+				}
+			}
+		}
+		b.ReportMetric(float64(res["ours"][n].Microseconds()), fmt.Sprintf("ours-N%d-us", n))
+		b.ReportMetric(float64(res["redsync"][n].Microseconds()), fmt.Sprintf("redsync-N%d-us", n))
+	}
+	for _, name := range []string{"ours", "redsync"} {
+		slope := (res[name][7] - res[name][1]) / 6
+		b.ReportMetric(float64(slope.Microseconds()), name+"-slope-us")
+	}
+	// One node of 5 frozen, then killed.
+	impls := mk(c.addrs[:5])
+	for _, fault := range []string{"paused", "killed"} {
+		var err error
+		if fault == "paused" {
+			err = c.nodes[4].Pause(ctx)
+		} else {
+			err = c.nodes[4].Kill(ctx)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, im := range impls {
+			n := 20
+			if im.name == "redsync" {
+				if fault == "killed" {
+					continue // its go-redis clients retry the dial for about a minute per operation
+				}
+				n = 1
+			}
+			d := p50(im, n)
+			b.ReportMetric(float64(d.Microseconds()), fmt.Sprintf("%s-%s-us", im.name, fault))
+		}
+		if fault == "paused" {
+			if err := c.nodes[4].Unpause(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Logf("ours default node timeout %v", redlock.DefaultNodeTimeout)
+}

@@ -1,0 +1,124 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/conformance"
+	"github.com/distlock/distlock/etcdlock"
+	"github.com/distlock/distlock/testbed"
+)
+
+// guardedKey is where the etcd harness's guarded writes (S32) go.
+func guardedKey(key string) string { return "conformance-guarded/" + key }
+
+// TestEtcd runs the suite on a 3-member etcd cluster ("E3"), each client
+// reaching each member through its own proxy. Minority is the leader at
+// start-up (S13 kills the leader, the harder case; the etcdlock tests also
+// kill a follower, with locks held and waiting), Majority the leader and
+// the next member. TTL 2 s: the server's minimum lease TTL with the
+// default 1 s election timeout.
+func TestEtcd(t *testing.T) {
+	testbed.RequireDocker(t)
+	c := testbed.StartEtcd(t, 3, testbed.EtcdOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ld, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := c.Client(t, "conformance-admin")
+	url := func(client string) string { return "etcd://" + strings.Join(c.Endpoints(client), ",") }
+	clientLinks := func(client string) links {
+		ls := make(links, len(c.Nodes))
+		for i, n := range c.Nodes {
+			ls[i] = n.Link(client)
+		}
+		return ls
+	}
+	servers := make([]conformance.Server, len(c.Nodes))
+	for i, n := range c.Nodes {
+		servers[i] = n
+	}
+	var mu sync.Mutex
+	var lockers []*etcdlock.Locker // for the guarded writes of their leases
+	entries := func(ctx context.Context, key string) ([]*clientv3.GetResponse, error) {
+		resp, err := admin.Get(ctx, key+"/", clientv3.WithFirstCreate()...)
+		return []*clientv3.GetResponse{resp}, err
+	}
+	conformance.Run(t, conformance.Harness{
+		Name: "E3",
+		TTL:  2 * time.Second,
+		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
+			l, err := distlock.Open(ctx, url(client))
+			if err == nil {
+				mu.Lock()
+				lockers = append(lockers, l.(*etcdlock.Locker))
+				mu.Unlock()
+			}
+			return l, err
+		},
+		URL:      url,
+		Servers:  servers,
+		Minority: []int{ld},
+		Majority: []int{ld, (ld + 1) % len(c.Nodes)},
+		Links:    func(client string) conformance.Link { return clientLinks(client) },
+		ServerLinks: func(client string) []conformance.Link {
+			ls := clientLinks(client)
+			out := make([]conformance.Link, len(ls))
+			for i, l := range ls {
+				out[i] = l
+			}
+			return out
+		},
+		// An operator revokes the holder's etcd lease (etcdctl lease revoke).
+		Revoke: func(ctx context.Context, key string) error {
+			rs, err := entries(ctx, key)
+			if err != nil {
+				return err
+			}
+			if len(rs[0].Kvs) == 0 {
+				return fmt.Errorf("no holder of %s", key)
+			}
+			_, err = admin.Revoke(ctx, clientv3.LeaseID(rs[0].Kvs[0].Lease))
+			return err
+		},
+		Holders: func(ctx context.Context, key string) (int, error) {
+			resp, err := admin.Get(ctx, key+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				return 0, err
+			}
+			return int(resp.Count), nil
+		},
+		GuardedWrite: func(ctx context.Context, ls distlock.Lease, value string) error {
+			mu.Lock()
+			ours := append([]*etcdlock.Locker(nil), lockers...)
+			mu.Unlock()
+			for _, l := range ours {
+				if _, err := l.Guard(ls); err != nil {
+					continue
+				}
+				_, err := l.GuardedTxn(ctx, ls, clientv3.OpPut(guardedKey(ls.Key()), value))
+				return err
+			}
+			return fmt.Errorf("lease of %s not held through any open Locker: %w", ls.Key(), distlock.ErrLeaseLost)
+		},
+		GuardedRead: func(ctx context.Context, key string) (string, error) {
+			resp, err := admin.Get(ctx, guardedKey(key))
+			if err != nil || len(resp.Kvs) == 0 {
+				return "", err
+			}
+			return string(resp.Kvs[0].Value), nil
+		},
+		Leader:  c.Leader,
+		Isolate: func(ctx context.Context, i int) error { return c.Nodes[i].Isolate(ctx) },
+		Rejoin:  func(ctx context.Context, i int) error { return c.Nodes[i].Rejoin(ctx) },
+	})
+}

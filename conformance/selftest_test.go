@@ -1,0 +1,65 @@
+package conformance
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/memlock"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+func scenarioByID(t *testing.T, id string) scenario {
+	for _, sc := range catalogue {
+		if sc.id == id {
+			return sc
+		}
+	}
+	t.Fatalf("no scenario %s", id)
+	return scenario{}
+}
+
+// TestSelfTestOraclesBite runs scenarios against deliberately broken
+// lockers: each must be judged a BUG, or the suite proves nothing.
+func TestSelfTestOraclesBite(t *testing.T) {
+	cases := []struct{ flaw, scenario, wantIn string }{
+		{"grant-everyone", "S01", "resource oracle"},
+		{"grant-everyone", "S01", "history oracle"},
+		{"grant-everyone", "S06", "lost update"},
+		{"silent-expiry", "S02", "acquired"},
+		{"fence-regression", "S01", "fence order"},
+		{"plain-delete", "S03", "freed B's key"},
+		{"extend-always", "S04", "extend after expiry succeeded"},
+	}
+	for _, c := range cases {
+		t.Run(c.flaw+"/"+c.scenario, func(t *testing.T) {
+			h := brokenHarness(c.flaw)
+			l, _ := h.NewLocker(context.Background(), "probe")
+			res := runScenario(t, &h, l.Guarantees(), scenarioByID(t, c.scenario))
+			if res.Verdict != Bug {
+				t.Fatalf("%s on a %s locker: verdict %q (%s), want BUG", c.scenario, c.flaw, res.Verdict, res.Detail)
+			}
+			if !strings.Contains(res.Detail, c.wantIn) {
+				t.Fatalf("detail %q does not mention %q", res.Detail, c.wantIn)
+			}
+			t.Logf("caught: %s", oneLine(res.Detail))
+		})
+	}
+}
+
+// TestSelfTestCorrectLockerPasses: the same scenarios keep their
+// properties on the correct in-process locker (no false alarms).
+func TestSelfTestCorrectLockerPasses(t *testing.T) {
+	space := memlock.New(nil)
+	h := Harness{Name: "selftest-mem", TTL: 300 * time.Millisecond,
+		NewLocker: func(context.Context, string) (distlock.Locker, error) { return space.NewHandle(), nil }}
+	for _, id := range []string{"S01", "S02", "S03", "S04", "S06"} {
+		res := runScenario(t, &h, space.Guarantees(), scenarioByID(t, id))
+		if res.Verdict != Kept {
+			t.Errorf("%s: %s (%s)", id, res.Verdict, res.Detail)
+		}
+	}
+}

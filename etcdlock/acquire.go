@@ -1,0 +1,251 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/retry"
+)
+
+// Acquire implements distlock.Locker: it queues an entry under the lock's
+// prefix and waits for the entry ahead of it to go (see the package
+// documentation). While the cluster cannot be reached it retries after the
+// random retry delay. When ctx ends, the error matches
+// distlock.ErrNotAcquired and ctx.Err() and keeps the last error; if the
+// lease the call waits under expires (the caller was cut off from the
+// cluster for a TTL), it returns an error matching ErrSessionExpired (and
+// distlock.ErrUnavailable) at once. Either way its entry is deleted.
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if !l.enter() {
+		return nil, errClosed
+	}
+	defer l.wg.Done()
+	var last error
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Join(distlock.ErrNotAcquired, err, last)
+		}
+		ls, err := l.acquire(ctx, key, o)
+		switch {
+		case err == nil:
+			return ls, nil
+		case ctx.Err() != nil:
+			return nil, ctxErr(ctx, errors.Join(err, last))
+		case errors.Is(err, ErrSessionExpired), errors.Is(err, distlock.ErrClosed),
+			!errors.Is(err, distlock.ErrUnavailable):
+			return nil, err
+		}
+		last = err
+		t := time.NewTimer(retry.Delay(o.RetryMin, o.RetryMax))
+		select {
+		case <-ctx.Done():
+		case <-l.ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// entry is one queued entry: its etcd key and create revision.
+type entry struct {
+	key string
+	rev int64
+}
+
+// acquire makes one queued acquisition: enqueue, wait, grant.
+func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (distlock.Lease, error) {
+	start := time.Now()
+	s, err := l.session(ctx, o.TTL, key)
+	if err != nil {
+		return nil, err
+	}
+	var r *round
+	if !s.fresh(start, staleAfter(o.TTL)) {
+		r = s.renewAfter(start)
+	}
+	pfx, my := l.prefix(key), l.etcdKey(key, s)
+	token := lease.NewToken()
+	var resp *clientv3.TxnResponse
+	maybe, err := l.do(ctx, o.TTL, time.Time{}, 0, s.dead, func(ctx context.Context) error {
+		var err error
+		resp, err = l.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(my), "=", 0)).
+			Then(clientv3.OpPut(my, token, clientv3.WithLease(s.id)),
+				clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))).
+			Else(clientv3.OpGet(my), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
+			Commit()
+		return err
+	})
+	if err != nil {
+		l.abandon(s, key, 0)
+		if serr := s.err(); serr != nil {
+			return nil, errors.Join(ErrSessionExpired, serr)
+		}
+		return nil, unavailable("enqueue", err)
+	}
+	if maybe {
+		l.retire(s, key) // a timed-out try could re-create the entry after we delete it
+	}
+	var rev int64
+	var pred *entry
+	if resp.Succeeded {
+		rev = resp.Header.Revision
+		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 2 {
+			pred = &entry{string(kvs[1].Key), kvs[1].CreateRevision}
+		}
+	} else {
+		mine := resp.Responses[0].GetResponseRange().Kvs
+		if len(mine) == 0 { // cannot happen: the compare saw it
+			l.abandon(s, key, 0)
+			return nil, unavailable("enqueue", errors.New("entry vanished"))
+		}
+		rev = mine[0].CreateRevision
+		if first := resp.Responses[1].GetResponseRange().Kvs; len(first) > 0 && first[0].CreateRevision != rev {
+			pred = &entry{string(first[0].Key), 0} // some entry is ahead: read the one just ahead
+		}
+	}
+	if pred != nil {
+		start, r, err = l.wait(ctx, s, key, my, rev, pred, resp.Header.Revision, o)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l.grant(ctx, s, key, my, rev, token, start, o, r)
+}
+
+// wait waits until the entry my (created at rev) has no entry ahead of it.
+// It watches pred, the entry just ahead, from the revision after read (the
+// revision of the read that found it), and re-reads when pred goes, when
+// the watch fails or every PollInterval. It returns the instant before the
+// read that found the lock free, and a keepalive round sent for it. On
+// failure the entry is deleted.
+func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64, pred *entry, read int64, o distlock.Options) (time.Time, *round, error) {
+	giveUp := func(err error) (time.Time, *round, error) {
+		l.giveUp(ctx, s, key, rev)
+		return time.Time{}, nil, err
+	}
+	pfx := l.prefix(key)
+	recheck := pred.rev == 0 // the enqueue did not read the entry just ahead
+	for {
+		if !recheck {
+			var err error
+			if recheck, err = l.watch(ctx, s, pred.key, read); err != nil {
+				return giveUp(err)
+			}
+		}
+		recheck = false
+		start := time.Now()
+		var r *round
+		if !s.fresh(start, staleAfter(o.TTL)) {
+			r = s.renewAfter(start)
+		}
+		var resp *clientv3.TxnResponse
+		_, err := l.do(ctx, o.TTL, time.Now().Add(o.TTL), 0, s.dead, func(ctx context.Context) error {
+			var err error
+			resp, err = l.cli.Txn(ctx).Then(
+				clientv3.OpGet(my),
+				clientv3.OpGet(pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))...),
+			).Commit()
+			return err
+		})
+		switch {
+		case ctx.Err() != nil:
+			return giveUp(ctxErr(ctx, err))
+		case l.ctx.Err() != nil:
+			return giveUp(errClosed)
+		case s.isDead():
+			return giveUp(errors.Join(ErrSessionExpired, s.err()))
+		case err != nil:
+			sleep(ctx, retry.Delay(o.RetryMin, o.RetryMax))
+			recheck = true
+			continue
+		}
+		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+			return giveUp(fmt.Errorf("%w: the waiting entry %s was deleted", ErrSessionExpired, my))
+		}
+		ahead := resp.Responses[1].GetResponseRange().Kvs
+		if len(ahead) == 0 {
+			return start, r, nil
+		}
+		pred = &entry{string(ahead[0].Key), ahead[0].CreateRevision}
+		read = resp.Header.Revision
+	}
+}
+
+// watch waits until the entry pred is deleted after revision read, the
+// watch fails, or PollInterval passes (it then reports true: read the
+// queue again). It returns an error if ctx ends, the Locker closes or the
+// session dies.
+func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64) (bool, error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(l.ctx))
+	defer cancel()
+	// From read+1, a revision the member has usually not reached: the
+	// watcher is then "synced" and hears the deletion as it commits.
+	wch := l.cli.Watch(wctx, pred, clientv3.WithRev(read+1), clientv3.WithCreatedNotify())
+	poll := time.NewTimer(l.opts.PollInterval)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+		case <-l.ctx.Done():
+			return false, errClosed
+		case <-s.dead:
+			return false, errors.Join(ErrSessionExpired, s.err())
+		case <-poll.C:
+			return true, nil
+		case wr, ok := <-wch:
+			if !ok || wr.Canceled || wr.Err() != nil {
+				return true, nil
+			}
+			if wr.Created {
+				// The member had passed read+1 when the watch was set up: a
+				// deletion in between reaches us only through etcd's
+				// 100 ms catch-up loop, so read again now.
+				if wr.Header.Revision > read {
+					return true, nil
+				}
+				continue
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					return true, nil
+				}
+			}
+		}
+	}
+}
+
+// giveUp deletes the entry of a waiter that stops waiting: at once if the
+// cluster answers within a try timeout, else in the background.
+func (l *Locker) giveUp(ctx context.Context, s *session, key string, rev int64) {
+	if err := s.err(); err != nil && !errors.Is(err, distlock.ErrClosed) {
+		l.detach(s, key) // the lease expired or was revoked: its entry went with it
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.tryTimeout(s.ttl))
+	defer cancel()
+	stop := make(chan struct{})
+	close(stop) // one try only
+	_, err := l.do(cctx, s.ttl, time.Time{}, 0, stop, func(ctx context.Context) error {
+		_, err := l.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.etcdKey(key, s)), "=", rev)).
+			Then(clientv3.OpDelete(l.etcdKey(key, s))).Commit()
+		return err
+	})
+	if err == nil {
+		l.detach(s, key)
+		return
+	}
+	l.abandon(s, key, rev)
+}

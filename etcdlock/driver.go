@@ -1,0 +1,199 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+)
+
+// driver is the lease.Driver of one held lock: its entry my, created at
+// revision rev (the fence), on session s.
+type driver struct {
+	l   *Locker
+	s   *session
+	key string
+	my  string
+	rev int64
+	ttl time.Duration
+
+	mu       sync.Mutex
+	ls       *lease.Lease
+	reap     *time.Timer // fires after the lock's own validity
+	finished bool        // detached from the session
+}
+
+// attach registers the lock with its session (which tells it when the
+// session dies) and arms the reaper, which deletes the entry if the lock
+// runs out of validity without a release (the shared lease would keep it).
+func (d *driver) attach(ls *lease.Lease, vu time.Time) {
+	l := d.l
+	d.mu.Lock()
+	d.ls = ls
+	d.reap = time.AfterFunc(time.Until(vu)+time.Millisecond, d.reapCheck)
+	d.mu.Unlock()
+	l.mu.Lock()
+	d.s.locks[d] = struct{}{}
+	l.held[ls] = d
+	l.mu.Unlock()
+	if err := d.s.err(); err != nil { // died before it could tell us
+		d.lose(err)
+	}
+}
+
+// lose reports the lock lost (its session died).
+func (d *driver) lose(cause error) {
+	d.mu.Lock()
+	ls := d.ls
+	d.mu.Unlock()
+	if ls != nil {
+		ls.Lose(cause)
+	}
+}
+
+// reapCheck runs after the lock's validity: if it was extended meanwhile
+// it re-arms; if it ran out, it deletes the entry.
+func (d *driver) reapCheck() {
+	d.mu.Lock()
+	ls, finished := d.ls, d.finished
+	d.mu.Unlock()
+	if ls == nil || finished {
+		return
+	}
+	err := ls.Err()
+	if err == nil {
+		d.mu.Lock()
+		d.reap.Reset(time.Until(ls.ValidUntil()) + time.Millisecond)
+		d.mu.Unlock()
+		return
+	}
+	if errors.Is(err, distlock.ErrReleased) || !d.l.enter() {
+		return
+	}
+	go func() {
+		defer d.l.wg.Done()
+		if _, err := d.l.deleteEntry(d.l.ctx, d.s, d.key, d.rev); err == nil {
+			d.finish()
+		}
+	}()
+}
+
+// finish detaches the lock from its session, once. The Locker keeps it
+// (for Guard) until it is released.
+func (d *driver) finish() {
+	d.mu.Lock()
+	if d.finished {
+		d.mu.Unlock()
+		return
+	}
+	d.finished = true
+	if d.reap != nil {
+		d.reap.Stop()
+	}
+	d.mu.Unlock()
+	l := d.l
+	l.mu.Lock()
+	delete(d.s.locks, d)
+	l.mu.Unlock()
+}
+
+// forget drops the released lock from the Locker.
+func (d *driver) forget() {
+	d.mu.Lock()
+	ls := d.ls
+	d.mu.Unlock()
+	if ls != nil {
+		d.l.mu.Lock()
+		delete(d.l.held, ls)
+		d.l.mu.Unlock()
+	}
+}
+
+// Extend implements lease.Driver: a keepalive of the session sent after
+// the call started, and a read-only transaction confirming that the entry
+// still exists with our create revision. The new validity is the start
+// plus min(ttl, the session's TTL) minus drift.
+func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	if !d.l.enter() {
+		return time.Time{}, unavailable("extend", errClosed)
+	}
+	defer d.l.wg.Done()
+	start := time.Now()
+	r := d.s.renewAfter(start)
+	var resp *clientv3.TxnResponse
+	_, err := d.l.do(ctx, d.ttl, time.Time{}, 0, d.s.dead, func(ctx context.Context) error {
+		var err error
+		resp, err = d.l.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(d.my), "=", d.rev)).Commit()
+		return err
+	})
+	if err != nil {
+		if serr := d.s.err(); serr != nil {
+			return time.Time{}, errors.Join(distlock.ErrLeaseLost, serr)
+		}
+		return time.Time{}, unavailable("extend", err)
+	}
+	if !resp.Succeeded {
+		return time.Time{}, ErrKeyGone
+	}
+	if err := r.wait(ctx, d.s, d.l.opts.tryTimeout(d.ttl)); err != nil {
+		if errors.Is(err, distlock.ErrLeaseLost) || errors.Is(err, ErrSessionExpired) {
+			return time.Time{}, errors.Join(distlock.ErrLeaseLost, err)
+		}
+		return time.Time{}, unavailable("extend: keepalive", err)
+	}
+	vu := start.Add(min(ttl, d.s.ttl) - drift(min(ttl, d.s.ttl)))
+	d.mu.Lock()
+	if d.reap != nil && !d.finished {
+		d.reap.Reset(time.Until(vu) + time.Millisecond)
+	}
+	d.mu.Unlock()
+	return vu, nil
+}
+
+// Release implements lease.Driver: delete the entry only if its create
+// revision is still ours, so a retried or late release never deletes a
+// newer entry of the same key and lease. If the cluster cannot be reached,
+// the deletion goes on in the background (the error matches
+// distlock.ErrUnavailable).
+func (d *driver) Release(ctx context.Context) error {
+	d.mu.Lock()
+	if d.reap != nil {
+		d.reap.Stop()
+	}
+	d.mu.Unlock()
+	d.forget()
+	if !d.l.enter() {
+		return unavailable("release", errClosed)
+	}
+	defer d.l.wg.Done()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ours, err := d.l.deleteEntry(cctx, d.s, d.key, d.rev)
+	if err != nil {
+		d.l.abandonRelease(d)
+		return unavailable("release", err)
+	}
+	d.finish()
+	if !ours {
+		return ErrKeyGone
+	}
+	return nil
+}
+
+// abandonRelease keeps deleting a released lock's entry in the background.
+func (l *Locker) abandonRelease(d *driver) {
+	if !l.enter() {
+		d.finish()
+		return
+	}
+	go func() {
+		defer l.wg.Done()
+		_, _ = l.deleteEntry(l.ctx, d.s, d.key, d.rev)
+		d.finish()
+	}()
+}

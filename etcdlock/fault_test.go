@@ -1,0 +1,237 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/etcdlock"
+)
+
+// cut black-holes the links named link to every member; the returned
+// func heals them.
+func (c *cluster) cut(link string) func() {
+	for _, n := range c.Nodes {
+		n.Link(link).Blackhole()
+	}
+	return func() {
+		for _, n := range c.Nodes {
+			n.Link(link).Heal()
+		}
+	}
+}
+
+// testWaiterCutOff (S26): a queued waiter is cut off from the cluster: its
+// Acquire returns ErrSessionExpired within about a TTL, and its entry does
+// not block the next client once the holder releases.
+func (c *cluster) testWaiterCutOff(t *testing.T) {
+	a, b, d := c.locker(t, "a", nil), c.locker(t, "waiter", nil), c.locker(t, "d", nil)
+	admin := c.admin(t)
+	key := uniqueKey(t)
+	ttl := 2 * time.Second
+	ls := mustAcquire(t, a, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Minute))
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := b.Acquire(ctx, key, distlock.WithTTL(ttl))
+		errc <- err
+	}()
+	eventually(t, 10*time.Second, "waiter queued", func() bool { return len(entries(t, admin, key)) == 2 })
+	heal := c.cut("waiter")
+	defer heal()
+	cut := time.Now()
+	select {
+	case err := <-errc:
+		wantErr(t, err, etcdlock.ErrSessionExpired, distlock.ErrUnavailable)
+		t.Logf("waiter returned %v after the cut: %v", time.Since(cut).Round(time.Millisecond), err)
+	case <-time.After(3 * ttl):
+		t.Fatal("the cut-off waiter still waits after 3 TTLs")
+	}
+	heal()
+	mustRelease(t, ls)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*ttl)
+	defer cancel()
+	ld, err := d.Acquire(ctx, key, distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatalf("the next client is blocked by the dead waiter's entry: %v (entries %v)", err, entries(t, admin, key))
+	}
+	mustRelease(t, ld)
+}
+
+// testHolderCutOff (S11): the holder is cut off: it is told the lease is
+// lost before another client's Acquire returns.
+func (c *cluster) testHolderCutOff(t *testing.T) {
+	a, b := c.locker(t, "holder", nil), c.locker(t, "b", nil)
+	key := uniqueKey(t)
+	ttl := 2 * time.Second
+	ls := mustAcquire(t, a, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Minute))
+	heal := c.cut("holder")
+	defer heal()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*ttl)
+	defer cancel()
+	lb, err := b.Acquire(ctx, key, distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatalf("nobody acquired while the holder was cut off: %v", err)
+	}
+	got := time.Now()
+	select {
+	case <-ls.Done():
+	default:
+		t.Fatal("the cut-off holder was not told before b acquired")
+	}
+	wantErr(t, ls.Err(), distlock.ErrLeaseLost)
+	t.Logf("b acquired %v after the cut-off holder was told", got.Sub(ls.ValidUntil()).Round(time.Millisecond))
+	heal()
+	mustRelease(t, lb)
+}
+
+// member returns the index of the leader, or of a follower.
+func (c *cluster) member(t *testing.T, leader bool) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	i, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !leader {
+		i = (i + 1) % len(c.Nodes)
+	}
+	return i
+}
+
+// faultTTL is long enough to ride out an election on a loaded host.
+const faultTTL = 5 * time.Second
+
+// retryRelease releases ls, retrying while the cluster elects a leader.
+func retryRelease(t *testing.T, ls distlock.Lease) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+}
+
+// testKilledWhileHeld (S13): a member is killed while a lock is held: the
+// lock stays held (others are refused) and is released normally.
+func (c *cluster) testKilledWhileHeld(t *testing.T, leader bool) {
+	a, b := c.locker(t, "a", nil), c.locker(t, "b", nil)
+	key := uniqueKey(t)
+	ls := mustAcquire(t, a, key, distlock.WithTTL(faultTTL), distlock.WithAutoExtend(time.Minute))
+	i := c.member(t, leader)
+	ctx := context.Background()
+	if err := c.Nodes[i].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Nodes[i].Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(2 * faultTTL)
+	refused := 0
+	for time.Now().Before(deadline) {
+		tctx, cancel := context.WithTimeout(ctx, faultTTL)
+		_, err := b.TryAcquire(tctx, key, distlock.WithTTL(faultTTL))
+		cancel()
+		if err == nil {
+			t.Fatal("b acquired while a holds")
+		}
+		if errors.Is(err, distlock.ErrNotAcquired) && !errors.Is(err, distlock.ErrUnavailable) {
+			refused++
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if refused == 0 {
+		t.Fatal("the cluster never answered b during 2 TTLs with one member down")
+	}
+	if err := ls.Err(); err != nil {
+		t.Fatalf("the lock was lost with one member down: %v", err)
+	}
+	retryRelease(t, ls)
+}
+
+// testKilledWhileWaiting (S13): a member is killed while a client waits:
+// the holder's release still wakes it.
+func (c *cluster) testKilledWhileWaiting(t *testing.T, leader bool) {
+	a, b := c.locker(t, "a", nil), c.locker(t, "b", nil)
+	admin := c.admin(t)
+	key := uniqueKey(t)
+	ls := mustAcquire(t, a, key, distlock.WithTTL(faultTTL), distlock.WithAutoExtend(time.Minute))
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 6*faultTTL)
+		defer cancel()
+		lb, err := b.Acquire(ctx, key, distlock.WithTTL(faultTTL))
+		if err == nil {
+			err = lb.Release(ctx)
+		}
+		got <- err
+	}()
+	eventually(t, 10*time.Second, "waiter queued", func() bool { return len(entries(t, admin, key)) == 2 })
+	i := c.member(t, leader)
+	ctx := context.Background()
+	if err := c.Nodes[i].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Nodes[i].Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	time.Sleep(time.Second)
+	retryRelease(t, ls)
+	released := time.Now()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+		t.Logf("%s killed: hand-off %v after the release", c.Nodes[i].Name(), time.Since(released).Round(time.Millisecond))
+	case <-time.After(4 * faultTTL):
+		t.Fatal("the waiter was not woken")
+	}
+}
+
+// testMajorityKilled (S14): with 2 of 3 members down, nothing is granted
+// and the refusal is prompt; after they return, acquisition works.
+func (c *cluster) testMajorityKilled(t *testing.T) {
+	a := c.locker(t, "a", nil)
+	key := uniqueKey(t)
+	mustRelease(t, mustAcquire(t, a, key+".warm", distlock.WithTTL(faultTTL)))
+	ctx := context.Background()
+	down := []int{c.member(t, true), c.member(t, false)}
+	for _, i := range down {
+		if err := c.Nodes[i].Kill(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, 4*faultTTL)
+	_, err := a.TryAcquire(tctx, key, distlock.WithTTL(faultTTL))
+	cancel()
+	took := time.Since(start)
+	for _, i := range down {
+		if err := c.Nodes[i].Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, err, distlock.ErrUnavailable)
+	if took > 2*faultTTL {
+		t.Fatalf("refusal took %v", took)
+	}
+	t.Logf("refused in %v: %v", took.Round(time.Millisecond), err)
+	actx, acancel := context.WithTimeout(ctx, 30*time.Second)
+	defer acancel()
+	ls, err := a.Acquire(actx, key, distlock.WithTTL(faultTTL))
+	if err != nil {
+		t.Fatalf("no recovery: %v", err)
+	}
+	mustRelease(t, ls)
+	_ = fmt.Sprint()
+}

@@ -1,0 +1,336 @@
+// Package etcdlock is the etcd backend: a lock is a queue of keys under
+// the lock's prefix, each attached to an etcd lease, served in the order
+// of their create revisions, with the key layout of etcd's
+// concurrency.Mutex and `etcdctl lock`, so that this Locker, Mutex users
+// and etcdctl exclude each other (a migration needs no flag day).
+//
+// Keys: the lock of key k is the prefix Options.Prefix+k+"/"; a client's
+// entry is that prefix followed by its etcd lease ID in hex, as Mutex
+// writes it. The entry with the lowest create revision holds the lock.
+//
+// Leases: the Locker shares one etcd lease (a "session") between its locks
+// and waiters of the same TTL, renewed by one goroutine every TTL/10, so a
+// client holding many locks holds few leases; a second acquisition of a key
+// the Locker already holds or waits for uses another lease (its entry must
+// differ). Each lock still ends on its own: at its own TTL unless extended
+// (its entry is then deleted), on Release, or when its session dies. The
+// session's local deadline is the send time of the last keepalive the
+// server answered, plus the TTL, minus the drift allowance (TTL x 0.01 + 2
+// ms): the server keeps the lease at least that long, so a holder is told
+// (Done) before anyone else can be granted the key. An unused lease is
+// revoked after one TTL, and at Close.
+//
+// Acquire: one transaction creates the entry if absent and reads the entry
+// just before it; the call holds the lock if there is none. Otherwise it
+// watches only that predecessor (no herd), from the revision after its
+// read: a watch from a revision not yet reached is served as soon as the
+// deletion commits, where concurrency.Mutex's watch from the current
+// revision waits for etcd's 100 ms catch-up loop. When the predecessor
+// goes, one read checks that the caller's entry still exists (its lease is
+// alive) and that no earlier entry is left. Waiters are served in arrival
+// (create revision) order. A waiter whose session dies returns
+// ErrSessionExpired at once; a cancelled or failed Acquire deletes its
+// entry (in the background if the cluster cannot be reached).
+//
+// Fence: the create revision of the holder's entry, cluster-wide, strictly
+// increasing across holders and durable across restarts and leader
+// changes. Guard and GuardedTxn make a write in etcd conditional on the
+// lock still being held (a fence checked by the coordinator itself).
+//
+// URL: etcd://[user:password@]host1:2379,host2:2379,...[/prefix][?params],
+// see Open's documentation in url.go.
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+)
+
+var errClosed = distlock.ErrClosed
+
+// Locker hands out leases on etcd. It is safe for concurrent use.
+type Locker struct {
+	cli       *clientv3.Client
+	ownClient bool // close cli at Close (opened from a URL)
+	opts      Options
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[time.Duration][]*session // by TTL
+	held     map[distlock.Lease]*driver
+
+	wg sync.WaitGroup // calls in flight, session goroutines, clean-ups
+}
+
+var _ distlock.Locker = (*Locker)(nil)
+
+// New returns a Locker over an etcd client, which the Locker uses but does
+// not own: Close leaves it open. opts may be nil for the defaults. Invalid
+// options return an error matching distlock.ErrInvalidArgument. New does
+// no I/O.
+func New(cli *clientv3.Client, opts *Options) (*Locker, error) {
+	if cli == nil {
+		return nil, fmt.Errorf("%w: etcdlock: nil client", distlock.ErrInvalidArgument)
+	}
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Locker{cli: cli, opts: o, ctx: ctx, cancel: cancel,
+		sessions: map[time.Duration][]*session{}, held: map[distlock.Lease]*driver{}}, nil
+}
+
+// Client is the etcd client the Locker uses.
+func (l *Locker) Client() *clientv3.Client { return l.cli }
+
+// Guarantees reports what etcd promises: a lease survives a holder's pause
+// only while it is renewed, so a paused holder can outlive it
+// (ClockIndependentSafety false: use the fence or GuardedTxn); fences are
+// create revisions (FenceDurable, cluster-wide); a minority of the
+// endpoints' members may fail ((endpoints-1)/2, which assumes the
+// endpoints are the cluster's members); Raft makes failover and restarts
+// safe; waiters queue by create revision (FIFO not promised: S25 saw out-of-order hand-offs under load) and are woken by a watch; Done fires at the
+// conservative local deadline; a crashed holder's key goes when its lease
+// expires (a TTL, not at once); waiters queue under leases that expire
+// when they are cut off (WaiterSessions).
+func (l *Locker) Guarantees() distlock.Guarantees {
+	return distlock.Guarantees{
+		Backend:           "etcd",
+		Fence:             distlock.FenceDurable,
+		FenceScope:        "cluster: the create revision of the holder's key",
+		ToleratedFailures: (len(l.cli.Endpoints()) - 1) / 2,
+		FailoverSafe:      true,
+		SurvivesRestart:   true,
+		FIFO:              false, // queued by create revision, but S25 saw hand-offs out of call order under load: not promised until explained
+		PushWakeup:        true,
+		LostNotification:  true,
+		WaiterSessions:    true,
+		CrossProcess:      true,
+	}
+}
+
+// Close wakes this Locker's blocked Acquire calls (they delete their
+// entries and return ErrClosed), stops renewing its leases and revokes the
+// ones no lock holds, and waits for every goroutine it started. Leases
+// still held are not released: their keys expire with their etcd lease
+// after the TTL, and since nothing renews it any more, they are reported
+// lost at once (Done, with a cause matching distlock.ErrClosed). A client
+// opened from a URL is closed. Later calls return ErrClosed. Close is
+// idempotent and returns nil.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	l.wg.Wait()
+	if l.ownClient {
+		_ = l.cli.Close()
+	}
+	return nil
+}
+
+// enter registers a call; it reports false if the Locker is closed. Every
+// true return must be matched by l.wg.Done.
+func (l *Locker) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.wg.Add(1)
+	return true
+}
+
+// prefix is the etcd prefix of the lock of key, as concurrency.NewMutex
+// derives it from its name.
+func (l *Locker) prefix(key string) string { return l.opts.Prefix + key + "/" }
+
+// etcdKey is the entry of session s in the lock of key.
+func (l *Locker) etcdKey(key string, s *session) string { return l.prefix(key) + s.hex }
+
+// do runs one request, retrying tries that fail (each bounded by the try
+// timeout; the client picks the next member) until one succeeds, ctx ends,
+// until passes (if not zero), tries tries were made (if not zero) or stop
+// closes. The request must be idempotent. It reports whether some try
+// failed after it may have reached a server (its effect may still happen).
+func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tries int, stop <-chan struct{}, req func(ctx context.Context) error) (maybe bool, err error) {
+	tt := l.opts.tryTimeout(ttl)
+	for try := 1; ; try++ {
+		dl := time.Now().Add(tt)
+		if !until.IsZero() && until.Before(dl) {
+			dl = until
+		}
+		tctx, cancel := context.WithDeadline(ctx, dl)
+		err = req(tctx)
+		cancel()
+		if err == nil {
+			return maybe, nil
+		}
+		maybe = true
+		if ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) || try == tries {
+			return maybe, err
+		}
+		select {
+		case <-stop:
+			return maybe, err
+		case <-l.ctx.Done():
+			return maybe, errors.Join(errClosed, err)
+		default:
+		}
+		sleep(ctx, time.Millisecond+rand.N(4*time.Millisecond))
+	}
+}
+
+// TryAcquire implements distlock.Locker: one transaction that creates the
+// caller's entry only if the lock's prefix is empty, so contention leaves
+// no entry behind (concurrency.Mutex.TryLock writes one, then deletes it).
+// A try that fails is retried (on the member the client picks next), up
+// to one try per endpoint, within the TTL. If the
+// key is held the error matches distlock.ErrNotAcquired; if the cluster
+// cannot be reached, distlock.ErrUnavailable.
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if !l.enter() {
+		return nil, errClosed
+	}
+	defer l.wg.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	}
+	start := time.Now()
+	s, err := l.session(ctx, o.TTL, key)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	var r *round
+	if !s.fresh(start, staleAfter(o.TTL)) {
+		r = s.renewAfter(start)
+	}
+	pfx, my := l.prefix(key), l.etcdKey(key, s)
+	token := lease.NewToken()
+	var resp *clientv3.TxnResponse
+	maybe, err := l.do(ctx, o.TTL, start.Add(o.TTL-drift(o.TTL)), len(l.cli.Endpoints()), s.dead, func(ctx context.Context) error {
+		var err error
+		resp, err = l.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
+			Then(clientv3.OpPut(my, token, clientv3.WithLease(s.id))).
+			Else(clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
+			Commit()
+		return err
+	})
+	if err != nil {
+		if maybe {
+			l.abandon(s, key, 0)
+		} else {
+			l.detach(s, key)
+		}
+		return nil, ctxErr(ctx, unavailable("acquire", err))
+	}
+	rev := resp.Header.Revision
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 || string(kvs[0].Key) != my { // held by another entry
+			if maybe {
+				l.abandon(s, key, 0) // an earlier try may still create ours
+			} else {
+				l.detach(s, key)
+			}
+			return nil, fmt.Errorf("%w: etcdlock: %q is held", distlock.ErrNotAcquired, key)
+		}
+		rev = kvs[0].CreateRevision // an earlier try of ours created it
+	}
+	if maybe {
+		l.retire(s, key) // a timed-out try could re-create the entry after the release
+	}
+	return l.grant(ctx, s, key, my, rev, string(token), start, o, r)
+}
+
+// grant makes the lease of an entry that holds the lock. Its validity is
+// the acquisition's start plus the TTL minus drift, capped by the
+// session's deadline (after the keepalive r, if one was sent for it).
+func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int64, token string, start time.Time, o distlock.Options, r *round) (distlock.Lease, error) {
+	if r != nil {
+		_ = r.wait(ctx, s, l.opts.keepAliveTimeout(o.TTL)) // else the current deadline applies
+	}
+	vu := start.Add(o.TTL - drift(o.TTL))
+	if sd := s.deadlineNow(); sd.Before(vu) {
+		vu = sd
+	}
+	d := &driver{l: l, s: s, key: key, my: my, rev: rev, ttl: o.TTL}
+	ls, err := lease.Grant(ctx, lease.Config{
+		Key: key, Token: token, Fence: uint64(rev), Start: start, ValidUntil: vu,
+		Options: o, Driver: d,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.attach(ls, vu)
+	return ls, nil
+}
+
+// abandon gives up an entry of key on s whose create revision is rev (0:
+// unknown, or a write that may still land): it deletes the entry in the
+// background, retrying until it is gone, the session dies or the Locker
+// closes, and then frees the key on s. If a write on the entry may still be
+// in flight, the session is retired first (see retire).
+func (l *Locker) abandon(s *session, key string, rev int64) {
+	if rev == 0 {
+		l.retire(s, key)
+	}
+	if !l.enter() {
+		return // Close revokes unused leases; the others expire
+	}
+	go func() {
+		defer l.wg.Done()
+		l.deleteEntry(l.ctx, s, key, rev)
+	}()
+}
+
+// deleteEntry deletes the entry of key on s (only if its create revision
+// is rev, when rev is known), retrying, then frees the key on s. It
+// reports whether the entry was ours when deleted (false: gone already or
+// someone else's).
+func (l *Locker) deleteEntry(ctx context.Context, s *session, key string, rev int64) (bool, error) {
+	my := l.etcdKey(key, s)
+	var resp *clientv3.TxnResponse
+	_, err := l.do(ctx, s.ttl, time.Time{}, 0, s.dead, func(ctx context.Context) error {
+		var err error
+		txn := l.cli.Txn(ctx)
+		if rev != 0 {
+			txn = txn.If(clientv3.Compare(clientv3.CreateRevision(my), "=", rev))
+		}
+		resp, err = txn.Then(clientv3.OpDelete(my)).Commit()
+		return err
+	})
+	if err != nil && !s.isDead() {
+		return false, err // the key stays reserved: the entry may exist
+	}
+	l.detach(s, key)
+	if err != nil {
+		return false, nil // the session died: its keys go with its lease
+	}
+	if !resp.Succeeded {
+		return false, nil
+	}
+	return rev == 0 || resp.Responses[0].GetResponseDeleteRange().Deleted == 1, nil
+}

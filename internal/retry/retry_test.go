@@ -1,0 +1,64 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/retry"
+)
+
+func TestDelayWithinBounds(t *testing.T) {
+	for i := 0; i < 1000; i++ {
+		if d := retry.Delay(5, 9); d < 5 || d > 9 {
+			t.Fatalf("delay %v", d)
+		}
+	}
+}
+
+func TestAcquireKeepsLastErrorAndContext(t *testing.T) {
+	opts := distlock.DefaultOptions()
+	backend := errors.New("node 3 refused")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err := retry.Acquire(ctx, opts, func(context.Context) (distlock.Lease, error) {
+		return nil, errors.Join(distlock.ErrUnavailable, backend)
+	}, nil)
+	if !errors.Is(err, distlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, backend) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAcquireStopsOnFatalError(t *testing.T) {
+	calls := 0
+	_, err := retry.Acquire(context.Background(), distlock.DefaultOptions(), func(context.Context) (distlock.Lease, error) {
+		calls++
+		return nil, distlock.ErrClosed
+	}, nil)
+	if !errors.Is(err, distlock.ErrClosed) || calls != 1 {
+		t.Fatalf("calls %d err %v", calls, err)
+	}
+}
+
+func TestWakeCutsTheWait(t *testing.T) {
+	opts := distlock.DefaultOptions()
+	opts.RetryMin, opts.RetryMax = time.Hour, time.Hour
+	calls := 0
+	start := time.Now()
+	_, err := retry.Acquire(context.Background(), opts, func(context.Context) (distlock.Lease, error) {
+		calls++
+		if calls == 3 {
+			return nil, errors.New("stop")
+		}
+		return nil, distlock.ErrNotAcquired
+	}, func(context.Context) (<-chan struct{}, func()) {
+		ch := make(chan struct{})
+		close(ch) // an immediate wake-up
+		return ch, func() {}
+	})
+	if err == nil || calls != 3 || time.Since(start) > time.Second {
+		t.Fatalf("calls %d after %v: %v", calls, time.Since(start), err)
+	}
+}

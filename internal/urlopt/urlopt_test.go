@@ -1,0 +1,54 @@
+package urlopt_test
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/urlopt"
+)
+
+func parse(t *testing.T, s string) *urlopt.Params {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return urlopt.New(u)
+}
+
+func TestLockOptionsAndUnknown(t *testing.T) {
+	p := parse(t, "x://h?ttl=5s&autoextend=2m&retry_min=1ms&retry_max=9ms&n=3")
+	o := p.LockOptions()
+	if n := p.Int("n", 0); n != 3 {
+		t.Fatalf("n=%d", n)
+	}
+	if err := p.Done(); err != nil {
+		t.Fatal(err)
+	}
+	if o.TTL != 5*time.Second || !o.AutoExtend || o.MaxHold != 2*time.Minute || o.RetryMin != time.Millisecond || o.RetryMax != 9*time.Millisecond {
+		t.Fatalf("%+v", o)
+	}
+	p = parse(t, "x://h?ttl=5s&colour=red&size=2")
+	p.LockOptions()
+	err := p.Done()
+	if !errors.Is(err, distlock.ErrInvalidArgument) || !strings.Contains(err.Error(), "colour, size") {
+		t.Fatalf("unknown params: %v", err)
+	}
+}
+
+func TestBadValues(t *testing.T) {
+	for _, q := range []string{"ttl=abc", "ttl=0s", "autoextend=maybe", "ttl=1s&ttl=2s", "retry_min=5ms&retry_max=1ms"} {
+		p := parse(t, "x://h?"+q)
+		p.LockOptions()
+		if err := p.Done(); !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	p := parse(t, "x://h?autoextend=true")
+	if o := p.LockOptions(); !o.AutoExtend || o.MaxHold != distlock.DefaultMaxHold || p.Done() != nil {
+		t.Fatalf("autoextend=true: %+v %v", o, p.Done())
+	}
+}

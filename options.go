@@ -1,0 +1,134 @@
+package distlock
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults used when neither the Locker's URL nor the call sets a value.
+const (
+	// DefaultTTL is the lease time-to-live: 30 s, as Redisson's watchdog
+	// lease. Short enough that a crashed holder frees the key soon.
+	DefaultTTL = 30 * time.Second
+
+	// DefaultMaxHold caps the total hold time under automatic extension
+	// when WithAutoExtend is given 0: one hour.
+	DefaultMaxHold = time.Hour
+
+	// DefaultRetryMin and DefaultRetryMax bound the random delay between
+	// attempts of a blocking Acquire on backends that poll (a push
+	// wake-up usually comes first).
+	DefaultRetryMin = 5 * time.Millisecond
+	DefaultRetryMax = 50 * time.Millisecond
+)
+
+// Options are the per-call settings, resolved from a Locker's defaults and
+// the call's Option values. Backends read them; users set them with the
+// With* functions.
+type Options struct {
+	// TTL is how long the lease lives without extension. Default DefaultTTL.
+	TTL time.Duration
+	// AutoExtend starts a watchdog that extends the lease every TTL/3
+	// while it is held, until MaxHold after the acquisition. Default off.
+	AutoExtend bool
+	// MaxHold caps the total hold time under AutoExtend. Default
+	// DefaultMaxHold.
+	MaxHold time.Duration
+	// RetryMin and RetryMax bound the random delay between attempts of a
+	// blocking Acquire. Default DefaultRetryMin and DefaultRetryMax.
+	RetryMin, RetryMax time.Duration
+}
+
+// DefaultOptions returns the library defaults.
+func DefaultOptions() Options {
+	return Options{TTL: DefaultTTL, MaxHold: DefaultMaxHold, RetryMin: DefaultRetryMin, RetryMax: DefaultRetryMax}
+}
+
+// WithDefaults returns o with every zero field set to its default
+// (DefaultOptions); backends call it on the Options a user configured.
+// AutoExtend stays as given.
+func (o Options) WithDefaults() Options {
+	d := DefaultOptions()
+	if o.TTL == 0 {
+		o.TTL = d.TTL
+	}
+	if o.MaxHold == 0 {
+		o.MaxHold = d.MaxHold
+	}
+	if o.RetryMin == 0 && o.RetryMax == 0 {
+		o.RetryMin, o.RetryMax = d.RetryMin, d.RetryMax
+	}
+	return o
+}
+
+// Option changes one per-call setting.
+type Option func(*Options)
+
+// WithTTL sets the lease time-to-live. ttl <= 0 is rejected with
+// ErrInvalidArgument by the call that receives it.
+func WithTTL(ttl time.Duration) Option { return func(o *Options) { o.TTL = ttl } }
+
+// WithAutoExtend turns on the watchdog: the lease is extended every TTL/3
+// until it is released, an extension fails, or maxHold has passed since the
+// acquisition (then the lease expires and Done fires). maxHold 0 means
+// DefaultMaxHold; a negative maxHold is rejected with ErrInvalidArgument.
+func WithAutoExtend(maxHold time.Duration) Option {
+	return func(o *Options) {
+		o.AutoExtend = true
+		if maxHold != 0 {
+			o.MaxHold = maxHold
+		}
+		if maxHold < 0 {
+			o.MaxHold = -1
+		}
+	}
+}
+
+// WithRetryDelay bounds the random delay between attempts of a blocking
+// Acquire. Rejected with ErrInvalidArgument unless 0 < min <= max.
+func WithRetryDelay(min, max time.Duration) Option {
+	return func(o *Options) { o.RetryMin, o.RetryMax = min, max }
+}
+
+// Resolve applies opts over base and validates the result. Backends call
+// it once per Acquire; the error matches ErrInvalidArgument.
+func (base Options) Resolve(opts ...Option) (Options, error) {
+	o := base
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o, o.Validate()
+}
+
+// Validate reports an error matching ErrInvalidArgument if a setting is
+// out of range.
+func (o Options) Validate() error {
+	switch {
+	case o.TTL <= 0:
+		return fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidArgument, o.TTL)
+	case o.MaxHold <= 0:
+		return fmt.Errorf("%w: max hold must be > 0, got %v", ErrInvalidArgument, o.MaxHold)
+	case o.RetryMin <= 0 || o.RetryMax < o.RetryMin:
+		return fmt.Errorf("%w: retry delay needs 0 < min <= max, got %v..%v", ErrInvalidArgument, o.RetryMin, o.RetryMax)
+	}
+	return nil
+}
+
+// ResolveFor checks key (CheckKey) and resolves opts over base (Resolve):
+// the argument checks every backend makes at the top of an acquisition.
+func (base Options) ResolveFor(key string, opts ...Option) (Options, error) {
+	if err := CheckKey(key); err != nil {
+		return Options{}, err
+	}
+	return base.Resolve(opts...)
+}
+
+// CheckKey returns an error matching ErrInvalidArgument for an empty key.
+func CheckKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package pgadvisory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/retry"
+	"github.com/distlock/distlock/internal/validity"
+)
+
+// maxTTL is the longest TTL the server's timeout settings can express
+// (milliseconds in an int4).
+const maxTTL = math.MaxInt32 * time.Millisecond
+
+// msText renders d as the text of a milliseconds setting.
+func msText(d time.Duration) string {
+	return strconv.FormatInt(min(max(d.Milliseconds(), 1), math.MaxInt32), 10)
+}
+
+// grantResult is what a lock statement returned.
+type grantResult struct {
+	got   bool
+	fence uint64
+	pid   uint32
+}
+
+// acquire is Acquire (wait) and TryAcquire (!wait) for lock id of key.
+// A blocking call retries while the server cannot be reached, at the
+// retry delay; once its statement waits on the server, the server hands
+// it the lock.
+func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.Options, wait bool) (distlock.Lease, error) {
+	if o.TTL > maxTTL {
+		return nil, fmt.Errorf("%w: pgadvisory: TTL %v exceeds %v", distlock.ErrInvalidArgument, o.TTL, maxTTL)
+	}
+	if !l.enter() {
+		return nil, distlock.ErrClosed
+	}
+	defer l.wg.Done()
+	var last error
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), err, last)
+		}
+		c, err := l.pool.get(ctx)
+		if pe, ok := pgError(err); ok && pe.Code == codeOutOfSharedMemory {
+			err = &LockTableFullError{Key: key, Err: pe} // a new session needs lock table entries too
+		}
+		if err == nil {
+			if err = l.ensureFence(ctx, c); err != nil {
+				c.close()
+			}
+		}
+		var ls distlock.Lease
+		if err == nil {
+			ls, err = l.lockOn(ctx, c, key, id, o, wait)
+		}
+		switch {
+		case err == nil:
+			return ls, nil
+		case l.isClosed():
+			return nil, errors.Join(distlock.ErrClosed, err)
+		case ctx.Err() != nil && wait:
+			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), ctx.Err(), err)
+		case !wait || !retryable(err):
+			return nil, err
+		}
+		last = err
+		if errors.Is(err, lease.ErrExpiredInFlight) {
+			continue // the lock was granted too late and given back: queue again
+		}
+		if werr := retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil); werr != nil {
+			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), werr, last)
+		}
+	}
+}
+
+// retryable: a blocking Acquire tries again after errors that happen
+// before it queues on the server (it cannot connect), and after a grant
+// that came too late. A waiting session that ends (terminated, server
+// restarted) is not retried: the error says so (WaiterSessions).
+func retryable(err error) bool {
+	var pe *PoolerError
+	var fe *FenceSetupError
+	var te *LockTableFullError
+	switch {
+	case errors.As(err, &pe), errors.As(err, &fe), errors.As(err, &te):
+		return false
+	case errors.Is(err, lease.ErrExpiredInFlight), errors.Is(err, errNotQueued):
+		return true
+	}
+	return false
+}
+
+// errNotQueued marks failures before the lock statement was sent.
+var errNotQueued = errors.New("not queued")
+
+// lockOn runs one lock statement on c and grants the lease. On any
+// failure c is closed (a session whose lock state is in doubt is never
+// reused), except that a TryAcquire that finds the key held returns c to
+// the pool.
+func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o distlock.Options, wait bool) (distlock.Lease, error) {
+	if wait {
+		if !l.track(c) {
+			c.close()
+			return nil, distlock.ErrClosed
+		}
+		defer l.untrack(c)
+	}
+	start := time.Now()
+	var r grantResult
+	var err error
+	if wait {
+		stop := l.watchWait(c, o.TTL)
+		r, err = l.lockStatement(ctx, c, id, o.TTL, wait)
+		if cut := stop(); cut != nil {
+			c.close() // frees a grant that raced the cut
+			return nil, wrap("wait for "+strconv.Quote(key), cut)
+		}
+	} else {
+		r, err = l.lockStatement(ctx, c, id, o.TTL, wait)
+	}
+	if err != nil {
+		c.close()
+		return nil, l.lockError(ctx, key, err)
+	}
+	if !r.got {
+		if l.opts.Mode == ModeTransaction {
+			if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+				c.close()
+				return nil, fmt.Errorf("%w: pgadvisory: key %q is held", distlock.ErrNotAcquired, key)
+			}
+		}
+		l.pool.put(c)
+		return nil, fmt.Errorf("%w: pgadvisory: key %q is held", distlock.ErrNotAcquired, key)
+	}
+	if l.opts.Mode == ModeSession && r.pid != c.pid {
+		// A pooler ran the lock on another server connection: end that
+		// one if we may, so the lock does not stay behind.
+		_, _ = c.Exec(context.WithoutCancel(ctx), "SELECT pg_terminate_backend($1)", int64(r.pid))
+		c.close()
+		return nil, &PoolerError{ConnPID: c.pid, BackendPID: r.pid}
+	}
+	if wait && time.Since(start) > o.TTL/10 {
+		// A long wait: the server's idle clock started at the grant, not at
+		// the request. Confirm now so the validity counts from here.
+		start = time.Now()
+		if err := l.heartbeat(ctx, c, o.TTL, r.pid); err != nil {
+			c.close()
+			return nil, wrap("confirm after wait", errors.Join(err, errUnknown))
+		}
+	}
+	s := l.startSession(c, key, id, r.pid, validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)))
+	ls, err := lease.Grant(ctx, lease.Config{
+		Key: key, Token: lease.NewToken(), Fence: r.fence, Start: start,
+		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
+		Options:    o,
+		Driver:     s,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.attach(ls)
+	return ls, nil
+}
+
+// lockStatement sends the lock statement: one round trip (transaction
+// mode: BEGIN, the TTL setting and the lock in one batch).
+func (l *Locker) lockStatement(ctx context.Context, c *conn, id int64, ttl time.Duration, wait bool) (grantResult, error) {
+	var got bool
+	var fence int64
+	var pid int32
+	if l.opts.Mode == ModeSession {
+		q := l.sql.try
+		if wait {
+			q = l.sql.wait
+		}
+		var setting *string
+		err := c.QueryRow(ctx, q, id, msText(ttl)).Scan(&got, &fence, &pid, &setting)
+		return grantResult{got, uint64(fence), uint32(pid)}, err
+	}
+	q := l.sql.xtry
+	if wait {
+		q = l.sql.xwait
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(l.sql.xsettings, msText(ttl))
+	b.Queue(q, id)
+	br := c.SendBatch(ctx, b)
+	_, err1 := br.Exec()
+	_, err2 := br.Exec()
+	err3 := br.QueryRow().Scan(&got, &fence, &pid)
+	err := errors.Join(err1, err2, err3, br.Close())
+	return grantResult{got, uint64(fence), uint32(pid)}, err
+}
+
+// heartbeat runs the heartbeat statement on a connection no monitor
+// watches yet.
+func (l *Locker) heartbeat(ctx context.Context, c *conn, ttl time.Duration, pid uint32) error {
+	q := l.sql.heartbeat
+	if l.opts.Mode == ModeTransaction {
+		q = l.sql.xheartbeat
+	}
+	var p int32
+	var setting string
+	if err := c.QueryRow(ctx, q, msText(ttl)).Scan(&p, &setting); err != nil {
+		return err
+	}
+	if uint32(p) != pid {
+		return &PoolerError{ConnPID: pid, BackendPID: uint32(p), Lease: true}
+	}
+	return nil
+}
+
+// lockError maps a failed lock statement (its connection already closed).
+func (l *Locker) lockError(ctx context.Context, key string, err error) error {
+	if pe, ok := pgError(err); ok {
+		switch pe.Code {
+		case codeOutOfSharedMemory:
+			return &LockTableFullError{Key: key, Err: pe}
+		case codeInsufficientPriv, codeUndefinedTable:
+			l.fenceReady.Store(false)
+			return l.fenceError(pe)
+		}
+	}
+	if ctx.Err() != nil {
+		return errors.Join(wrap("lock "+strconv.Quote(key), errors.Join(errUnknown, err)), context.Cause(ctx), ctx.Err())
+	}
+	return wrap("lock "+strconv.Quote(key), errors.Join(errUnknown, err))
+}

@@ -1,0 +1,116 @@
+package pgadvisory_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/distlock/distlock/internal/locktest"
+	"github.com/distlock/distlock/pgadvisory"
+	"github.com/distlock/distlock/testbed"
+)
+
+// TestMain checks that no goroutine of ours (lease monitors, watchdogs)
+// outlives the tests. The Docker client's idle HTTP connections are not
+// ours.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+// server is one Postgres in a container for a test.
+type server struct {
+	node *testbed.PostgresNode
+}
+
+// startPostgres starts a Postgres for t, or skips t under -short or
+// without Docker.
+func startPostgres(t *testing.T, args ...string) *server {
+	t.Helper()
+	testbed.RequireDocker(t)
+	return &server{node: testbed.StartPostgres(t, testbed.PostgresOptions{Args: args})}
+}
+
+// config parses the URL of link.
+func (s *server) config(t testing.TB, link string) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(s.node.URL(link) + "&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// locker returns a Locker connecting through link, closed when the test
+// ends.
+func (s *server) locker(t testing.TB, link string, opts *pgadvisory.Options) *pgadvisory.Locker {
+	t.Helper()
+	l, err := pgadvisory.New(s.config(t, link), opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// admin is a connection straight to the server, closed when the test
+// ends.
+func (s *server) admin(t testing.TB) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := s.node.Admin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// holders lists the pids holding (granted) and waiting for lock id.
+func (s *server) holders(t testing.TB, id int64) (held, waiting []int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := s.node.Admin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(ctx, pgadvisory.LocksSQL, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int32
+		var granted bool
+		if err := rows.Scan(&pid, &granted); err != nil {
+			t.Fatal(err)
+		}
+		if granted {
+			held = append(held, pid)
+		} else {
+			waiting = append(waiting, pid)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return held, waiting
+}
+
+// Shared helpers (internal/locktest), under the names the tests use.
+var (
+	uniqueKey   = locktest.UniqueKey
+	eventually  = locktest.Eventually
+	mustAcquire = locktest.MustAcquire
+	mustRelease = locktest.MustRelease
+	wantErr     = locktest.WantErr
+)

@@ -1,0 +1,140 @@
+package pgadvisory
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// Mode says how a lease holds its advisory lock.
+type Mode int
+
+const (
+	// ModeSession (the default) holds a session-level lock
+	// (pg_advisory_lock) on a connection pinned to the lease for its whole
+	// life. The server frees it when the connection closes, when the
+	// holder stops heartbeating for a TTL (idle_session_timeout), or on
+	// Release. It needs a direct connection: behind a transaction-pooling
+	// proxy the Locker refuses to lock (*PoolerError).
+	ModeSession Mode = iota
+
+	// ModeTransaction holds a transaction-level lock
+	// (pg_advisory_xact_lock) inside a transaction the lease keeps open on
+	// its pinned connection; Release commits it. It works through
+	// PgBouncer in transaction pooling mode, which keeps one server
+	// connection for a transaction. The TTL is enforced by
+	// idle_in_transaction_session_timeout. Its fences are not durable
+	// across a server crash while held (see Guarantees).
+	ModeTransaction
+)
+
+// String returns "session" or "transaction".
+func (m Mode) String() string {
+	if m == ModeTransaction {
+		return "transaction"
+	}
+	return "session"
+}
+
+// ParseMode parses "session" or "transaction" (also "xact").
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "", "session":
+		return ModeSession, nil
+	case "transaction", "xact":
+		return ModeTransaction, nil
+	}
+	return 0, fmt.Errorf("%w: pgadvisory: mode %q: want session or transaction", distlock.ErrInvalidArgument, s)
+}
+
+// Defaults of Options.
+const (
+	// DefaultNamespace is mixed into every string key's hash (see KeyID),
+	// so the Locker's locks live apart from an application's own.
+	DefaultNamespace = "distlock"
+
+	// DefaultFenceSequence is the sequence fences are drawn from.
+	DefaultFenceSequence = "distlock_fence"
+
+	// DefaultMaxIdle is how many idle connections a Locker keeps for
+	// reuse.
+	DefaultMaxIdle = 16
+
+	// DefaultConnCheckInterval is the server's client_connection_check_interval
+	// on the Locker's connections: how often a waiting session checks that
+	// its client is still connected, so an abandoned waiter leaves the
+	// queue within about this long.
+	DefaultConnCheckInterval = time.Second
+)
+
+// Options configure a Locker. The zero value (or a nil *Options) gives the
+// defaults documented on each field.
+type Options struct {
+	// Lock holds the default per-call options (TTL, auto-extension, retry
+	// delay), which the With* options of each call override. Zero fields
+	// take the values of distlock.DefaultOptions: TTL 30 s, no
+	// auto-extension, max hold 1 h, retry delay 5-50 ms. The retry delay
+	// paces a blocking Acquire only while the server cannot be reached;
+	// otherwise it waits on the server.
+	Lock distlock.Options
+
+	// Mode selects session-level (default) or transaction-level locks.
+	Mode Mode
+
+	// Namespace is hashed with every string key (KeyID), so that the
+	// library's locks do not collide with the application's own advisory
+	// locks or with another namespace's. Default DefaultNamespace. Integer
+	// keys (AcquireID) ignore it.
+	Namespace string
+
+	// FenceSequence names the sequence fences come from, optionally
+	// schema-qualified ("locks.fence"). Default DefaultFenceSequence,
+	// resolved through the search_path. The first acquisition creates it
+	// (CREATE SEQUENCE IF NOT EXISTS) if it is missing; if the user may
+	// not create it, acquisitions fail with a *FenceSetupError naming the
+	// statements a DBA must run.
+	FenceSequence string
+
+	// MaxIdle is how many idle connections are kept for reuse. Default
+	// DefaultMaxIdle; negative keeps none.
+	MaxIdle int
+
+	// ConnCheckInterval sets the server's client_connection_check_interval
+	// on session-mode connections. Default DefaultConnCheckInterval;
+	// negative leaves the server's setting.
+	ConnCheckInterval time.Duration
+}
+
+// resolve returns o with defaults applied, or an error matching
+// distlock.ErrInvalidArgument.
+func (o *Options) resolve() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	r.Lock = r.Lock.WithDefaults()
+	if err := r.Lock.Validate(); err != nil {
+		return Options{}, err
+	}
+	if r.Namespace == "" {
+		r.Namespace = DefaultNamespace
+	}
+	if r.FenceSequence == "" {
+		r.FenceSequence = DefaultFenceSequence
+	}
+	if r.MaxIdle == 0 {
+		r.MaxIdle = DefaultMaxIdle
+	}
+	if r.ConnCheckInterval == 0 {
+		r.ConnCheckInterval = DefaultConnCheckInterval
+	}
+	switch {
+	case r.Mode != ModeSession && r.Mode != ModeTransaction:
+		return Options{}, fmt.Errorf("%w: pgadvisory: unknown mode %d", distlock.ErrInvalidArgument, r.Mode)
+	case len(strings.Split(r.FenceSequence, ".")) > 2 || strings.HasPrefix(r.FenceSequence, ".") || strings.HasSuffix(r.FenceSequence, "."):
+		return Options{}, fmt.Errorf("%w: pgadvisory: fence sequence %q: want name or schema.name", distlock.ErrInvalidArgument, r.FenceSequence)
+	}
+	return r, nil
+}

@@ -1,0 +1,162 @@
+package pgadvisory
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/distlock/distlock"
+)
+
+// closeTimeout bounds the Terminate message sent when a connection is
+// closed.
+const closeTimeout = time.Second
+
+// conn is one connection of the Locker's pool. A lease or a waiting
+// Acquire has it to itself; it is never shared.
+type conn struct {
+	*pgx.Conn
+	pid uint32 // pg_backend_pid() at set-up (session mode)
+}
+
+// close closes the connection (sending Terminate if it can). Closing ends
+// the server session, which frees every advisory lock it held.
+func (c *conn) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = c.Conn.Close(ctx)
+}
+
+// pool keeps idle connections for reuse, last in first out. It starts no
+// goroutines.
+type pool struct {
+	cfg     *pgx.ConnConfig
+	mode    Mode
+	maxIdle int
+	setup   string // session-mode set-up statement, "" for none
+
+	mu     sync.Mutex
+	idle   []*conn
+	closed bool
+}
+
+func newPool(cfg *pgx.ConnConfig, o Options) *pool {
+	p := &pool{cfg: cfg, mode: o.Mode, maxIdle: max(o.MaxIdle, 0)}
+	if o.Mode == ModeSession {
+		p.setup = setupSQL(o.ConnCheckInterval)
+	}
+	return p
+}
+
+// setupSQL is run once on each new session-mode connection, as an unnamed
+// statement (a pooler may not keep named ones): it reads pg_backend_pid() and, only if that is the pid the
+// connection was opened with (no pooler in between), sets the session's
+// liveness settings, so a pooler's shared server connections are left
+// untouched.
+func setupSQL(check time.Duration) string {
+	sets := "set_config('tcp_keepalives_idle', '5', false) || set_config('tcp_keepalives_interval', '1', false) || " +
+		"set_config('tcp_keepalives_count', '3', false)"
+	if check > 0 {
+		sets += " || set_config('client_connection_check_interval', '" + strconv.FormatInt(max(check.Milliseconds(), 1), 10) + "', false)"
+	}
+	// $1 is int8: a pooler announces a random 32-bit "pid" that may not
+	// fit int4 (PgBouncer's 2935252655 made the comparison fail with
+	// 22003 instead of detecting the pooler).
+	return "SELECT pg_backend_pid(), CASE WHEN pg_backend_pid()::int8 = $1::int8 THEN " + sets + " END"
+}
+
+// get returns an idle connection that is still alive, or a new one. Dial
+// failures match distlock.ErrUnavailable; a pooler in front of a
+// session-mode Locker gives a *PoolerError.
+func (p *pool) get(ctx context.Context) (*conn, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, distlock.ErrClosed
+		}
+		var c *conn
+		if n := len(p.idle); n > 0 {
+			c, p.idle = p.idle[n-1], p.idle[:n-1]
+		}
+		p.mu.Unlock()
+		if c == nil {
+			return p.dial(ctx)
+		}
+		if alive(c.PgConn().Conn()) {
+			return c, nil
+		}
+		c.close() // the server ended it while idle (restart, timeout)
+	}
+}
+
+// put returns a healthy connection for reuse, or closes it if the pool is
+// closed or full.
+func (p *pool) put(c *conn) {
+	p.mu.Lock()
+	if !p.closed && len(p.idle) < p.maxIdle && !c.IsClosed() {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+}
+
+// close closes the idle connections; later gets fail with ErrClosed and
+// puts close their connection.
+func (p *pool) close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}
+
+// dial opens a connection and, in session mode, checks that no pooler
+// stands between it and the server.
+func (p *pool) dial(ctx context.Context) (*conn, error) {
+	pc, err := pgx.ConnectConfig(ctx, p.cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.Join(err, context.Cause(ctx))
+		}
+		return nil, wrap("connect", errors.Join(errNotQueued, err))
+	}
+	c := &conn{Conn: pc}
+	if p.setup == "" {
+		return c, nil
+	}
+	var pid int64
+	var ignored *string
+	if err := pc.QueryRow(ctx, p.setup, pgx.QueryExecModeExec, int64(pc.PgConn().PID())).Scan(&pid, &ignored); err != nil {
+		c.close()
+		return nil, wrap("connection set-up", errors.Join(errNotQueued, err))
+	}
+	if uint32(pid) != pc.PgConn().PID() {
+		c.close()
+		return nil, &PoolerError{ConnPID: pc.PgConn().PID(), BackendPID: uint32(pid)}
+	}
+	c.pid = uint32(pid)
+	return c, nil
+}
+
+// netConn unwraps TLS to the TCP connection.
+func netConn(nc net.Conn) net.Conn {
+	for {
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nc
+		}
+		nc = u.NetConn()
+	}
+}

@@ -1,0 +1,65 @@
+package pgadvisory
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// statements are the SQL texts of one Locker. The fence comes from the
+// sequence in the same statement as the lock (after the grant: the lock
+// function runs in FROM, the target list after it), so an acquisition is
+// one round trip. Each lock statement returns (got bool, fence bigint,
+// pg_backend_pid() int4).
+type statements struct {
+	// session mode
+	try, wait, heartbeat, unlock string
+	// transaction mode: the lock runs after begin and the TTL setting, in
+	// one batch; the heartbeat is the same shape with the local setting.
+	xtry, xwait, xsettings, xheartbeat string
+	// fence set-up
+	seqExists, seqCreate, seqIdent string
+}
+
+func newStatements(sequence string, check time.Duration) *statements {
+	ident := pgx.Identifier(strings.Split(sequence, ".")).Sanitize()
+	next := "nextval(" + quoteLiteral(ident) + ")"
+	return &statements{
+		// $1 lock ID, $2 idle_session_timeout in ms (text).
+		try: "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid(), " +
+			"CASE WHEN l.got THEN set_config('idle_session_timeout', $2, false) END FROM pg_try_advisory_lock($1) AS l(got)",
+		wait: "SELECT true, " + next + ", pg_backend_pid(), set_config('idle_session_timeout', $2, false) FROM pg_advisory_lock($1)",
+		// $1 idle_session_timeout in ms (text).
+		heartbeat: "SELECT pg_backend_pid(), set_config('idle_session_timeout', $1, false)",
+		// $1 lock ID. Resets the timeout for the connection's idle life in the pool.
+		unlock: "SELECT pg_advisory_unlock($1), pg_backend_pid(), set_config('idle_session_timeout', '0', false)",
+
+		xtry:  "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid() FROM pg_try_advisory_xact_lock($1) AS l(got)",
+		xwait: "SELECT true, " + next + ", pg_backend_pid() FROM pg_advisory_xact_lock($1)",
+		// $1 idle_in_transaction_session_timeout in ms (text).
+		xsettings:  xsettings(check),
+		xheartbeat: "SELECT pg_backend_pid(), set_config('idle_in_transaction_session_timeout', $1, true)",
+
+		seqExists: "SELECT to_regclass(" + quoteLiteral(ident) + ") IS NOT NULL",
+		seqCreate: "CREATE SEQUENCE IF NOT EXISTS " + ident + " AS bigint",
+		seqIdent:  ident,
+	}
+}
+
+// xsettings sets the transaction's TTL ($1, ms) and, unless check <= 0,
+// its client connection check interval, both local to the transaction so
+// that a pooler's shared server connection keeps its own settings.
+func xsettings(check time.Duration) string {
+	s := "SELECT set_config('idle_in_transaction_session_timeout', $1, true)"
+	if check > 0 {
+		s += ", set_config('client_connection_check_interval', '" + strconv.FormatInt(max(check.Milliseconds(), 1), 10) + "', true)"
+	}
+	return s
+}
+
+// quoteLiteral quotes s as a SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

@@ -1,0 +1,148 @@
+package redissingle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+)
+
+// cleanupTimeout is the deadline of each clean-up request.
+const cleanupTimeout = time.Second
+
+// acquisition is the outcome of one request that may take a key.
+type acquisition struct {
+	held  bool   // the key is ours
+	fence uint64 // if held
+	pttl  int64  // if not held: the holder's remaining TTL in ms (-1: none; <= 0: ask again soon)
+}
+
+// take runs s (tryScript, or with an entry acquireLua or pollLua) for
+// token, then WAIT if Options.WaitReplicas is set. If ctx ends first, the
+// request goes on and is cleaned up when it returns.
+func (l *Locker) take(ctx context.Context, k keySet, s *redis.Script, token, entry string, ttl time.Duration) (acquisition, error) {
+	keys, args := []string{k.lock, k.fence}, []any{token, ms(ttl)}
+	if entry != "" {
+		keys, args = k.all(), append(args, entry, l.qttl)
+	}
+	run := func(ctx context.Context, c scripter) (acquisition, error) {
+		r, err := s.Run(ctx, c, keys, args...).Int64()
+		switch {
+		case err != nil:
+			return acquisition{}, err
+		case r > 0:
+			return acquisition{held: true, fence: uint64(r)}, nil
+		}
+		return acquisition{pttl: -r - 3}, nil
+	}
+	if ctx.Done() == nil && l.opts.WaitReplicas == 0 { // the common path, without closures
+		a, err := run(ctx, l.client)
+		return a, l.wrapTake(err)
+	}
+	a, err := exec(l, ctx, func(ctx context.Context) (acquisition, error) {
+		return l.replicated(ctx, k, token, ttl, func(c scripter) (acquisition, error) { return run(ctx, c) })
+	}, func(acquisition, error) { l.cleanup(k, token, entry, ttl) })
+	return a, l.wrapTake(err)
+}
+
+// confirm re-arms a key handed to token (compare-and-PEXPIRE), then WAITs
+// if Options.WaitReplicas is set. It returns held false if the key is no
+// longer ours.
+func (l *Locker) confirm(ctx context.Context, k keySet, token string, ttl time.Duration) (bool, error) {
+	a, err := exec(l, ctx, func(ctx context.Context) (acquisition, error) {
+		return l.replicated(ctx, k, token, ttl, func(c scripter) (acquisition, error) {
+			n, err := extendScript.Run(ctx, c, []string{k.lock}, token, ms(ttl)).Int64()
+			return acquisition{held: n == 1}, err
+		})
+	}, func(acquisition, error) { l.cleanup(k, token, "", ttl) })
+	return a.held, l.wrapTake(err)
+}
+
+func (l *Locker) wrapTake(err error) error {
+	var re *ReplicationError
+	if err == nil || errors.As(err, &re) {
+		return err
+	}
+	return wrap("acquire", err)
+}
+
+// replicated runs f on the connection WAIT must use (see pin) and, if f
+// took the key and Options.WaitReplicas is set, waits for the replicas. If
+// too few acknowledge, it releases the key and returns a
+// *ReplicationError.
+func (l *Locker) replicated(ctx context.Context, k keySet, token string, ttl time.Duration, f func(scripter) (acquisition, error)) (acquisition, error) {
+	c, done, err := l.pin(ctx, k.lock)
+	if err != nil {
+		return acquisition{}, err
+	}
+	defer done()
+	a, err := f(c)
+	if err != nil || !a.held || l.opts.WaitReplicas == 0 {
+		return a, err
+	}
+	acked, err := c.Do(ctx, "WAIT", l.opts.WaitReplicas, l.opts.WaitTimeout.Milliseconds()).Int64()
+	if err == nil && acked >= int64(l.opts.WaitReplicas) {
+		return a, nil
+	}
+	if rerr := l.scripts.release.Run(ctx, c, k.all(), token).Err(); rerr != nil {
+		l.cleanup(k, token, "", ttl)
+	}
+	if err != nil {
+		return acquisition{}, err
+	}
+	return acquisition{}, &ReplicationError{Acked: int(acked), Want: l.opts.WaitReplicas}
+}
+
+// cleanup removes entry from k's queue and releases k if token holds it
+// (cancelLua), on a goroutine owned by l: at once, then with backoff
+// while the server is unavailable, until it succeeds, the Locker closes,
+// or ttl has passed (a key we might hold has expired by then). Each try is
+// bounded by cleanupTimeout if the client honours context deadlines
+// (ContextTimeoutEnabled), else by its read timeout. Callers hold a count
+// of l.wg.
+func (l *Locker) cleanup(k keySet, token, entry string, ttl time.Duration) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		until := time.Now().Add(ttl)
+		backoff := 20 * time.Millisecond
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			err := l.scripts.cancel.Run(ctx, l.client, k.all(), token, entry).Err()
+			cancel()
+			if err == nil || !errors.Is(wrap("clean-up", err), distlock.ErrUnavailable) || time.Now().Add(backoff).After(until) {
+				return
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-l.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}()
+}
+
+// tryOnce is TryAcquire's attempt: the key if it is free.
+func (l *Locker) tryOnce(ctx context.Context, k keySet, key string, o distlock.Options) (distlock.Lease, error) {
+	token := lease.NewToken()
+	start := time.Now()
+	a, err := l.take(ctx, k, tryScript, token, "", o.TTL)
+	if err != nil {
+		if errors.Is(err, errUnknown) {
+			l.cleanup(k, token, "", o.TTL)
+		}
+		return nil, err
+	}
+	if !a.held {
+		return nil, fmt.Errorf("%w: key %q is held", distlock.ErrNotAcquired, key)
+	}
+	return l.grant(ctx, k, key, token, a.fence, start, o)
+}

@@ -1,0 +1,113 @@
+package redissingle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock"
+)
+
+// ReplicationError is returned when fewer replicas than
+// Options.WaitReplicas acknowledged an acquisition within WaitTimeout. The
+// lock was released again. It matches distlock.ErrUnavailable.
+type ReplicationError struct {
+	Acked, Want int
+}
+
+// Error says how many replicas acknowledged.
+func (e *ReplicationError) Error() string {
+	return fmt.Sprintf("redissingle: %d of %d replicas acknowledged the lock in time; released it", e.Acked, e.Want)
+}
+
+// Unwrap makes errors.Is(err, distlock.ErrUnavailable) true.
+func (e *ReplicationError) Unwrap() error { return distlock.ErrUnavailable }
+
+// errUnknown marks an error after which the request may or may not have
+// taken effect on the server (a reply lost, a call abandoned when its
+// context ended). Acquisitions that end with it are cleaned up.
+var errUnknown = errors.New("outcome unknown")
+
+// transient lists the server error prefixes that mean "try again later".
+var transient = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MOVED", "ASK", "NOREPLICAS"}
+
+// wrap maps an error of operation op to the distlock sentinels: replies
+// saying the server cannot serve now and every transport error (refused,
+// reset, timeout, a context that ended) match distlock.ErrUnavailable and
+// keep the cause; those after which the request may have been executed
+// also match errUnknown. Other server replies (a key of the wrong type, a
+// server too old for SET NX GET) are returned as they are, wrapped.
+func wrap(op string, err error) error {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		for _, p := range transient {
+			if redis.HasErrorPrefix(err, p) {
+				return fmt.Errorf("%w: redissingle: %s: %w", distlock.ErrUnavailable, op, err)
+			}
+		}
+		return fmt.Errorf("redissingle: %s: %w", op, err)
+	}
+	if notSent(err) {
+		return fmt.Errorf("%w: redissingle: %s: %w", distlock.ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("%w: redissingle: %s: %w: %w", distlock.ErrUnavailable, op, errUnknown, err)
+}
+
+// notSent reports errors raised before the request could reach the
+// server: no connection could be made or had.
+func notSent(err error) bool {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout)
+}
+
+// exec runs one request f and returns its result, or the error of ctx as
+// soon as ctx ends. go-redis bounds a request by ctx's deadline only with
+// ContextTimeoutEnabled and never by cancellation, so f runs on its own
+// goroutine (owned by l, joined by Close) when ctx can end. If the caller
+// leaves first, abandoned (if not nil) is called with f's result when f
+// returns, to clean up after a request that may have taken effect. On a
+// closed Locker (a lease released after Close), f runs on the caller's
+// goroutine.
+func exec[T any](l *Locker, ctx context.Context, f func(context.Context) (T, error), abandoned func(T, error)) (T, error) {
+	if ctx.Done() == nil || !l.enter() {
+		return f(ctx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	const (
+		running = iota
+		delivered
+		left
+	)
+	var state atomic.Int32
+	ch := make(chan result, 1)
+	go func() { // owns the count of l.wg that enter took
+		defer l.wg.Done()
+		v, err := f(context.WithoutCancel(ctx))
+		if state.CompareAndSwap(running, delivered) {
+			ch <- result{v, err}
+		} else if abandoned != nil {
+			abandoned(v, err)
+		}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if state.CompareAndSwap(running, left) {
+			var zero T
+			return zero, context.Cause(ctx)
+		}
+		r := <-ch
+		return r.v, r.err
+	}
+}

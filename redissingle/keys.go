@@ -1,0 +1,114 @@
+package redissingle
+
+import (
+	"strings"
+	"sync"
+)
+
+// Key layout. For the caller's key k, with P = Options.Prefix:
+//
+//	P + k                        the lock: a plain string holding the token,
+//	                             "token:" or "token:fence" once waiters queue
+//	P + "distlock:{T}:q:" + k    its wait queue (a list), only while someone
+//	                             waits; T is a tag in the lock's hash slot
+//	P + "distlock:fence"         the fence counter (standalone, Sentinel)
+//	P + "distlock:{T}:fence"     the lock's hash slot's counter (Cluster)
+//	P + "distlock:w:" + id       the pub/sub channel of one Locker
+//
+// Redis Cluster runs a script only if all its keys are in one hash slot, so
+// the queue and the counter carry a hash tag {T} chosen to land in the slot
+// of the lock. Fence state is one key per server, or at most one per hash
+// slot (16384) in Cluster, however many lock keys are used. Keys starting
+// with P + "distlock:" are reserved.
+
+// numSlots is the number of Redis Cluster hash slots.
+const numSlots = 16384
+
+// keySet names the server keys one lock key uses.
+type keySet struct {
+	lock, queue, fence string
+}
+
+// all returns the keys in the order the scripts expect them.
+func (k keySet) all() []string { return []string{k.lock, k.queue, k.fence} }
+
+// keysFor returns the key set of the caller's key.
+func (l *Locker) keysFor(key string) keySet {
+	lock := l.opts.Prefix + key
+	t := &slotTags()[slot(lock)]
+	k := keySet{lock: lock, queue: l.ns + "{" + string(t[:]) + "}:q:" + key, fence: l.fenceKey}
+	if l.cluster {
+		k.fence = l.ns + "{" + string(t[:]) + "}:fence"
+	}
+	return k
+}
+
+// slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
+// key, or of its hash tag (the part between the first "{" and the next "}",
+// if not empty), modulo 16384.
+func slot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return int(crc16(key)) % numSlots
+}
+
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with.
+func crc16(s string) uint16 {
+	var c uint16
+	for i := 0; i < len(s); i++ {
+		c = c<<8 ^ crcTable[byte(c>>8)^s[i]]
+	}
+	return c
+}
+
+const tagAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+// slotTags holds, for every hash slot, a 3-character alphanumeric string
+// that hashes to it. It is computed once, on first use, by trying the
+// 62^3 candidates in order (about 1 ms); every slot is reached, which
+// TestSlotTags checks.
+var slotTags = sync.OnceValue(func() *[numSlots][3]byte {
+	var tags [numSlots][3]byte
+	var found [numSlots]bool
+	left := numSlots
+	var b [3]byte
+	for _, x := range []byte(tagAlphabet) {
+		for _, y := range []byte(tagAlphabet) {
+			for _, z := range []byte(tagAlphabet) {
+				b = [3]byte{x, y, z}
+				s := int(crc16(string(b[:]))) % numSlots
+				if !found[s] {
+					found[s], tags[s] = true, b
+					if left--; left == 0 {
+						return &tags
+					}
+				}
+			}
+		}
+	}
+	return &tags // not reached: every slot has a tag (TestSlotTags)
+})
+
+// slotTag returns a short string whose hash slot is s.
+func slotTag(s int) string {
+	t := slotTags()[s]
+	return string(t[:])
+}

@@ -1,0 +1,226 @@
+// Package redissingle is the single-Redis backend: one lock is one key, set
+// with SET NX PX and released by a compare-and-delete script, over any
+// go-redis UniversalClient (standalone, Sentinel failover, Cluster).
+//
+// Each acquisition mints a fencing token in the same script (one round
+// trip). Blocked Acquire calls queue on the server and are handed the lock
+// by the release itself: the release script gives the key to the first
+// waiter and notifies only that waiter's Locker over pub/sub, so a hand-off
+// costs the same few commands however many clients wait, and waiters are
+// served in arrival order. Expired holders and lost notifications are
+// caught by polling at the holder's remaining TTL.
+//
+// URL: redis://[user:password@]host:port[/db][?params], or rediss:// for
+// TLS. Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
+// prefix, wait_replicas, wait_timeout and poll_interval (see Options), and
+// every go-redis option redis.ParseURL accepts (dial_timeout, pool_size,
+// ...). Unknown parameters are rejected.
+//
+// A single Redis is not fault tolerant: see Locker.Guarantees.
+package redissingle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/retry"
+)
+
+// Locker hands out leases on one Redis deployment. It is safe for
+// concurrent use.
+type Locker struct {
+	client   redis.UniversalClient
+	owned    bool // opened by URL: Close closes client
+	opts     Options
+	cluster  bool
+	scripts  *scriptSet
+	ns       string // Prefix + "distlock:", the namespace of the Locker's own keys
+	fenceKey string // ns + "fence", outside Cluster
+	channel  string // this Locker's pub/sub channel
+	qttl     int64  // wait queue TTL, ms
+
+	mu      sync.Mutex
+	closed  bool
+	waiters map[string]*waiter // blocked Acquire calls, by waiter ID
+	nextID  uint64
+	sub     *subscriber // started by the first Acquire
+	subUp   bool        // the subscription is confirmed and unbroken
+	subGen  uint64      // incremented at every (re)subscription
+
+	wg   sync.WaitGroup // calls in flight, clean-ups, the subscriber
+	stop chan struct{}  // closed by Close
+}
+
+var _ distlock.Locker = (*Locker)(nil)
+
+// New returns a Locker over client, which the caller keeps owning: Close
+// does not close it. opts may be nil for the defaults. Invalid options
+// return an error matching distlock.ErrInvalidArgument. New does no I/O.
+func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: redissingle: nil client", distlock.ErrInvalidArgument)
+	}
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	_, cluster := client.(*redis.ClusterClient)
+	if o.WaitReplicas > 0 {
+		switch client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+		default:
+			return nil, fmt.Errorf("%w: redissingle: WaitReplicas needs a *redis.Client or *redis.ClusterClient, got %T",
+				distlock.ErrInvalidArgument, client)
+		}
+	}
+	l := &Locker{
+		client:   client,
+		opts:     o,
+		cluster:  cluster,
+		scripts:  scriptSets[0],
+		ns:       o.Prefix + "distlock:",
+		fenceKey: o.Prefix + "distlock:fence",
+		channel:  o.Prefix + "distlock:w:" + lease.NewToken(),
+		qttl:     3 * o.PollInterval.Milliseconds(),
+		waiters:  map[string]*waiter{},
+		stop:     make(chan struct{}),
+	}
+	if cluster {
+		l.scripts = scriptSets[1]
+	}
+	return l, nil
+}
+
+// Guarantees reports what a single Redis promises: exclusion rests on TTLs
+// and bounded clock drift; fences are monotonic while the server keeps its
+// data (one counter per server, or per hash slot in Cluster) and go back
+// after a restart without persistence or a failover to a lagging replica;
+// no failure is tolerated. Blocked Acquire calls are woken by the release
+// itself and served in the order they queued on the server, with two
+// exceptions: a TryAcquire may take a key whose holder expired before the
+// first waiter noticed, and a waiter whose pub/sub connection is down when
+// the key is handed to it is skipped and queues again at the tail.
+func (l *Locker) Guarantees() distlock.Guarantees {
+	scope := "server (one counter for all keys; lost on restart without persistence or on failover)"
+	if l.cluster {
+		scope = "hash slot (one counter per Cluster slot; lost on restart without persistence or on failover)"
+	}
+	return distlock.Guarantees{
+		Backend:          "redis",
+		Fence:            distlock.FenceMonotonic,
+		FenceScope:       scope,
+		FIFO:             true,
+		PushWakeup:       true,
+		LostNotification: true,
+		CrossProcess:     true,
+	}
+}
+
+// Close wakes this Locker's blocked Acquire calls (they return ErrClosed),
+// waits for the calls and requests in flight to return and for the woken
+// or cancelled waiters to leave the server's wait queues (each request
+// ends with its reply or, at worst, the client's read timeout), stops the
+// pub/sub subscription, and closes the client if the Locker was opened by
+// URL. Leases still held are not released; they expire after their TTL,
+// or can still be released or extended while the client is open. Later
+// calls return ErrClosed. Close is idempotent and returns nil.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	for _, w := range l.waiters {
+		w.wake()
+	}
+	sub := l.sub
+	l.mu.Unlock()
+	close(l.stop)
+	if sub != nil {
+		sub.close()
+	}
+	l.wg.Wait()
+	if l.owned {
+		_ = l.client.Close()
+	}
+	return nil
+}
+
+// enter registers a call (or a request goroutine) in flight; it reports
+// false if the Locker is closed. Every true return must be matched by
+// l.wg.Done.
+func (l *Locker) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.wg.Add(1)
+	return true
+}
+
+func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
+	return l.opts.Lock.ResolveFor(key, opts...)
+}
+
+// TryAcquire implements distlock.Locker: one attempt, one round trip
+// (SET NX PX and the fence, in one script). It does not look at the wait
+// queue: in the moment between a holder's expiry (not a release, which
+// hands the key over directly) and the first queued waiter noticing it, a
+// TryAcquire can take the key ahead of them. If the reply is lost, the
+// error matches distlock.ErrUnavailable and a background clean-up releases
+// the key in case the attempt took it.
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.resolve(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !l.enter() {
+		return nil, distlock.ErrClosed
+	}
+	defer l.wg.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	}
+	return l.tryOnce(ctx, l.keysFor(key), key, o)
+}
+
+// Acquire implements distlock.Locker. The first attempt queues the caller
+// on the server if the key is held; the release hands the key over and
+// wakes this call through the Locker's pub/sub connection (opened on the
+// first Acquire), so a queued call makes no request until then. It asks
+// the server again when the holder's TTL runs out (an expired holder sends
+// no notification), at least every Options.PollInterval, and every retry
+// delay (WithRetryDelay) while the pub/sub connection is down or the
+// server unreachable. When ctx ends, the error matches
+// distlock.ErrNotAcquired and ctx.Err(), and a background clean-up leaves
+// the queue (and passes the key on if it was handed over meanwhile).
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.resolve(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !l.enter() {
+		return nil, distlock.ErrClosed
+	}
+	defer l.wg.Done()
+	w := l.newWaiter(o)
+	k := l.keysFor(key)
+	// attempt arms the waiter's own timer (expiry, poll interval, retry
+	// delay while disconnected) for every next turn, so no extra polling.
+	ls, err := retry.AcquirePushOnly(ctx,
+		func(ctx context.Context) (distlock.Lease, error) { return l.attempt(ctx, k, key, w, o) },
+		func(ctx context.Context) (<-chan struct{}, func()) {
+			l.subscribe(ctx)
+			return w.ch, func() {} // the waiter lives until Acquire returns
+		})
+	l.finish(k, w, err != nil, o.TTL)
+	return ls, err
+}

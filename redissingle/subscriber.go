@@ -1,0 +1,176 @@
+package redissingle
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// firstSubscribeWait bounds how long the first Acquire of a Locker waits
+// for its subscription before it queues (a waiter queued without one is
+// skipped by releases until it polls).
+const firstSubscribeWait = time.Second
+
+// subscriber owns a Locker's one pub/sub connection, subscribed to the
+// Locker's channel, and the one goroutine that reads it. Releases publish
+// "waiter|fence" there when they hand a key to one of this Locker's
+// waiters. Each connection lives until its first error; the subscription
+// is "up" from its confirmation to that error, and waiters trust push
+// wake-ups only while it stays up (see Locker.setSub).
+type subscriber struct {
+	l     *Locker
+	ready chan struct{} // closed once the first subscription succeeded or failed
+	once  sync.Once
+
+	mu     sync.Mutex
+	ps     *redis.PubSub
+	closed bool
+}
+
+// subscribe starts the subscriber on first use and waits, the first time,
+// until it is subscribed (at most firstSubscribeWait or until ctx ends).
+// Callers hold a count of l.wg.
+func (l *Locker) subscribe(ctx context.Context) {
+	l.mu.Lock()
+	s := l.sub
+	if s == nil && !l.closed {
+		s = &subscriber{l: l, ready: make(chan struct{})}
+		l.sub = s
+		l.wg.Add(1)
+		go s.run()
+	}
+	l.mu.Unlock()
+	if s == nil {
+		return
+	}
+	select {
+	case <-s.ready:
+		return
+	default:
+	}
+	t := time.NewTimer(firstSubscribeWait)
+	defer t.Stop()
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (s *subscriber) setReady() { s.once.Do(func() { close(s.ready) }) }
+
+// run connects, serves the connection until it fails, and reconnects with
+// backoff, until Close.
+func (s *subscriber) run() {
+	defer s.l.wg.Done()
+	defer s.setReady()
+	backoff := 10 * time.Millisecond
+	for {
+		ps := s.l.client.Subscribe(context.Background(), s.l.channel)
+		s.mu.Lock()
+		closed := s.closed
+		s.ps = ps
+		s.mu.Unlock()
+		if closed {
+			_ = ps.Close()
+			return
+		}
+		if s.serve(ps) {
+			backoff = 10 * time.Millisecond
+		}
+		s.l.setSub(false)
+		s.setReady()
+		_ = ps.Close()
+		t := time.NewTimer(backoff)
+		select {
+		case <-s.l.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// serve reads ps until an error. An idle connection is pinged every
+// PollInterval; a ping unanswered for another PollInterval counts as a
+// broken connection. It reports whether the subscription was confirmed.
+func (s *subscriber) serve(ps *redis.PubSub) (confirmed bool) {
+	ctx := context.Background()
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, s.l.opts.PollInterval)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !pinged && ps.Ping(ctx) == nil {
+				pinged = true
+				continue
+			}
+			return confirmed
+		}
+		pinged = false
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" && m.Channel == s.l.channel {
+				confirmed = true
+				s.l.setSub(true)
+				s.setReady()
+			}
+		case *redis.Message:
+			s.l.deliver(m.Payload)
+		}
+	}
+}
+
+// close ends the subscription; run then returns.
+func (s *subscriber) close() {
+	s.mu.Lock()
+	s.closed = true
+	ps := s.ps
+	s.mu.Unlock()
+	if ps != nil {
+		_ = ps.Close()
+	}
+}
+
+// setSub records that the subscription came up (a new generation) or
+// broke, and wakes every waiter: after a break a hand-off notification may
+// have been lost, so each asks the server; after a (re)subscription each
+// asks once to be covered by it.
+func (l *Locker) setSub(up bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if up {
+		l.subGen++
+	} else if !l.subUp {
+		return
+	}
+	l.subUp = up
+	for _, w := range l.waiters {
+		w.wake()
+	}
+}
+
+// deliver hands a notification "waiter|fence" to its waiter. One for a
+// waiter that has returned is dropped: it either took the key by polling,
+// or its clean-up (which runs after the hand-off, atomically) passes the
+// key on.
+func (l *Locker) deliver(payload string) {
+	id, f, ok := strings.Cut(payload, "|")
+	fence, err := strconv.ParseUint(f, 10, 64)
+	if !ok || err != nil || fence == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w := l.waiters[id]; w != nil {
+		w.handoff = fence
+		w.wake()
+	}
+}

@@ -1,0 +1,445 @@
+// Package redlock is the Redlock backend: one lock is the same key on N
+// independent Redis masters, held when a majority (N/2+1) took it within
+// its validity, as in the Redlock algorithm of the Redis documentation.
+//
+// Every operation is multiplexed: the Locker writes its request to every
+// node, then reads every reply, each bounded by the per-node timeout
+// (Options.NodeTimeout), over its own small RESP client and per-node
+// connection pools, so that an acquisition costs about one round trip to
+// the slowest live node, and a dead or frozen node at most the timeout.
+//
+// Acquire: one random token per acquisition; start is taken before the
+// first request; a script on each node does SET key token NX PX ttl and, if
+// it took the key, INCRs the node's fence counter. The acquisition holds if
+// a majority took the key and the validity ttl - elapsed - drift (drift =
+// ttl x DriftFactor + DriftFixed) is still positive; the lease's ValidUntil
+// is start + ttl - drift. Otherwise every node that may hold the key (all
+// that took it, timed out or failed; not those held by someone else) is
+// unlocked, and a blocking Acquire tries again. Release is a
+// compare-and-delete on all nodes; Extend a compare-and-PEXPIRE on all
+// nodes, which never re-creates a key, confirmed by a majority within the
+// remaining validity.
+//
+// Fencing: the lease's fence is the largest counter value among the nodes
+// that granted it; it is written back (counter = max(counter, fence)) to
+// the granting nodes whose counter was lower, pipelined before Acquire
+// returns, and again by Extend and Release. Any two majorities share a
+// node, so the next holder's fence is higher, as long as no node of the
+// majority loses its counter (a restart without persistence) and the
+// write-back reaches it before the lease's TTL ends.
+//
+// Waiting: a blocked Acquire queues on each node (a sorted set scored by
+// its arrival time, so all nodes agree on the order); a release pops the
+// first waiter whose Locker is subscribed and PUBLISHes its ID on that
+// Locker's channel (one pub/sub connection per node and Locker). Only that
+// waiter wakes: once a majority of nodes told it, or 2 ms after the first
+// did. Expired holders and lost messages are caught by
+// a timer: the holder's remaining TTL, at most Options.PollInterval, or
+// the random retry delay while pub/sub is down on a majority or after a
+// split vote (no herd, and contenders desynchronise).
+//
+// Crash recovery: a node that restarts empty can let a second client lock
+// the key while the first still holds it (and lose its fence counter). The
+// Redlock spec's two remedies are the operator's: run every node with
+// appendonly yes and appendfsync always, or keep a crashed node down for
+// at least the largest TTL in use before it rejoins. Guarantees reports
+// SurvivesRestart false either way, since the Locker cannot check it.
+//
+// N may be any number >= 1. An even N tolerates no more failures than N-1
+// (N=4 tolerates 1, like N=3) at a higher cost; prefer odd N.
+//
+// URL: redlock://[user:password@]host1:port,host2:port,...[/db][?params].
+// Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
+// node_timeout, drift_factor, drift_fixed, dial_timeout, prefix and
+// poll_interval (see Options). Unknown parameters are rejected.
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/validity"
+)
+
+// Locker hands out leases over N Redis masters. It is safe for concurrent
+// use.
+type Locker struct {
+	nodes    []*node
+	quorum   int
+	opts     Options
+	channel  string // this Locker's pub/sub channel
+	fenceKey string
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+
+	mu         sync.Mutex
+	closed     bool
+	waiters    map[string]*waiter         // blocked Acquire calls, by ID
+	slots      map[string][]chan struct{} // see slot.go
+	nextID     uint64
+	subStarted bool
+	subUp      []atomic.Bool // node i's subscription is confirmed and unbroken
+
+	wg sync.WaitGroup // calls in flight, clean-ups, subscribers
+}
+
+var _ distlock.Locker = (*Locker)(nil)
+
+// New returns a Locker over the Redis masters at addrs ("host:port"), which
+// must be independent (not replicas of each other) and distinct. opts may
+// be nil for the defaults. Invalid arguments return an error matching
+// distlock.ErrInvalidArgument. New does no I/O: connections are made on
+// first use.
+func New(addrs []string, opts *Options) (*Locker, error) {
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: redlock: no node addresses", distlock.ErrInvalidArgument)
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		if a == "" || seen[a] {
+			return nil, fmt.Errorf("%w: redlock: empty or duplicate node address %q", distlock.ErrInvalidArgument, a)
+		}
+		seen[a] = true
+	}
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Locker{
+		quorum:   len(addrs)/2 + 1,
+		opts:     o,
+		channel:  o.Prefix + "distlock:w:" + lease.NewToken(),
+		fenceKey: o.Prefix + "distlock:fence",
+		ctx:      ctx,
+		cancel:   cancel,
+		waiters:  map[string]*waiter{},
+		slots:    map[string][]chan struct{}{},
+		subUp:    make([]atomic.Bool, len(addrs)),
+	}
+	for _, a := range addrs {
+		l.nodes = append(l.nodes, &node{addr: a, l: l, conns: map[*conn]struct{}{}})
+	}
+	return l, nil
+}
+
+// Guarantees reports what Redlock promises: exclusion rests on TTLs,
+// bounded clock drift and bounded pauses (ClockIndependentSafety false);
+// fences increase while no node of a majority loses its counter
+// (FenceMonotonic, scope "quorum"); (N-1)/2 nodes may be down; there are no
+// replicas to fail over to (FailoverSafe false: do not put replicas behind
+// the addresses); a node restarted without its data can grant the key a
+// second time (SurvivesRestart false, whatever the persistence, which the
+// Locker cannot check: see the package documentation); a release wakes
+// one waiter by pub/sub (PushWakeup); Done fires at the local, drift
+// adjusted deadline (LostNotification); not FIFO (a woken waiter can lose
+// to a newcomer, and a split vote is resolved by random delays).
+func (l *Locker) Guarantees() distlock.Guarantees {
+	return distlock.Guarantees{
+		Backend:           "redlock",
+		Fence:             distlock.FenceMonotonic,
+		FenceScope:        "quorum: holds while no node of the majority loses its counter (restart without appendfsync always)",
+		ToleratedFailures: (len(l.nodes) - 1) / 2,
+		PushWakeup:        true,
+		LostNotification:  true,
+		CrossProcess:      true,
+	}
+}
+
+// Close wakes this Locker's blocked Acquire calls (they return ErrClosed),
+// closes every connection (requests in flight fail at once), and waits for
+// every goroutine the Locker started (subscribers, clean-ups) to exit.
+// Leases still held are not released; they expire after their TTL, and
+// their Release and Extend fail with distlock.ErrUnavailable. Later calls
+// return ErrClosed. Close is idempotent and returns nil.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	for _, w := range l.waiters {
+		w.wake()
+	}
+	l.mu.Unlock()
+	l.cancel()
+	for _, n := range l.nodes {
+		n.close()
+	}
+	l.wg.Wait()
+	return nil
+}
+
+// enter registers a call or goroutine; it reports false if the Locker is
+// closed. Every true return must be matched by l.wg.Done.
+func (l *Locker) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.wg.Add(1)
+	return true
+}
+
+func (l *Locker) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
+	return l.opts.Lock.ResolveFor(key, opts...)
+}
+
+// keys are the Redis keys of one lock on every node.
+type keys struct{ lock, fence, queue string }
+
+func (l *Locker) keysFor(key string) keys {
+	return keys{lock: l.opts.Prefix + key, fence: l.fenceKey, queue: l.opts.Prefix + "distlock:q:" + key}
+}
+
+// ms formats a duration as whole milliseconds, at least 1.
+func ms(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
+
+// TryAcquire implements distlock.Locker: one multiplexed round trip to
+// every node. On failure the error is a *QuorumError naming each node's
+// answer: it matches distlock.ErrNotAcquired for contention and
+// distlock.ErrUnavailable for outages (see QuorumError). If another call
+// of this Locker holds or is acquiring key, it fails at once, without I/O,
+// with an error matching distlock.ErrNotAcquired (see slot.go).
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.resolve(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !l.enter() {
+		return nil, distlock.ErrClosed
+	}
+	defer l.wg.Done()
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	}
+	if !l.tryTakeSlot(key) {
+		return nil, fmt.Errorf("%w: redlock: try-acquire %q: %w", distlock.ErrNotAcquired, key, errLocallyHeld)
+	}
+	ls, _, err := l.attempt(ctx, key, o, nil)
+	if err != nil {
+		l.freeSlot(key)
+		if ctx.Err() != nil {
+			err = errors.Join(distlock.ErrNotAcquired, ctx.Err(), err)
+		}
+	}
+	return ls, err
+}
+
+// outcome describes a failed attempt, for the next wait.
+type outcome struct {
+	split  bool          // we took some nodes but no majority
+	queued bool          // some node queued us
+	pttl   time.Duration // the shortest remaining TTL of another holder seen (0: none)
+}
+
+// attempt makes one acquisition: on every node at once, the acquire
+// script (w not nil: it queues w on the nodes where the key is held), or,
+// for TryAcquire (w nil), a pipelined SET key token NX PX ttl and INCR of
+// the fence counter (which spends a number on the nodes where SET failed:
+// fences only need to increase); then either the lease or the unlock of
+// every node that may hold the key.
+func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w *waiter) (distlock.Lease, outcome, error) {
+	var out outcome
+	k := l.keysFor(key)
+	token := lease.NewToken()
+	nt := l.opts.nodeTimeout(o.TTL)
+	var cmds [][]string
+	if w == nil {
+		cmds = [][]string{{"SET", k.lock, token, "NX", "PX", ms(o.TTL)}, {"INCR", k.fence}}
+	} else {
+		cmds = [][]string{{"EVALSHA", acquireScript.sha, "3", k.lock, k.fence, k.queue,
+			token, ms(o.TTL), l.channel + "|" + w.id, w.score, ms(3 * max(o.TTL, l.opts.PollInterval))}}
+	}
+	unlock := func(int) []string {
+		return []string{"EVALSHA", releaseScript.sha, "3", k.lock, k.fence, k.queue, token, "0"}
+	}
+	start := time.Now()
+	res, conns := l.fanout(ctx, start.Add(nt), func(int) [][]string { return cmds },
+		l.lateCleanup(o.TTL, unlock)) // a node that did not answer in time: unlock behind the request
+	var fence int64
+	got := 0
+	var fails []NodeError
+	var maybe []bool                    // to unlock now: may hold our key and no late clean-up runs
+	counters := make([]int64, len(res)) // granting nodes' counters (0: not granted)
+	for i, r := range res {
+		if r.err != nil {
+			fails = append(fails, NodeError{l.nodes[i].addr, unavailable(r.err)})
+			if !r.late {
+				if maybe == nil {
+					maybe = make([]bool, len(res))
+				}
+				maybe[i] = true
+			}
+			continue
+		}
+		var v int64
+		if w == nil {
+			vs, _ := r.v.([]any)
+			v = -1 // held, remaining TTL unknown
+			if len(vs) == 2 && vs[0] != nil {
+				v, _ = vs[1].(int64)
+				if v <= 0 { // cannot happen: the counter only grows
+					v = -1
+				}
+			}
+		} else {
+			v, _ = r.v.(int64)
+		}
+		if v > 0 {
+			got++
+			fence = max(fence, v)
+			counters[i] = v
+			continue
+		}
+		fails = append(fails, NodeError{l.nodes[i].addr, ErrHeld})
+		out.queued = out.queued || w != nil
+		if p := time.Duration(-3-v) * time.Millisecond; p > 0 && (out.pttl == 0 || p < out.pttl) {
+			out.pttl = p
+		}
+	}
+	if got >= l.quorum {
+		wb := l.writeBack(counters, conns, k, fence, start.Add(nt))
+		l.done(conns)
+		ls, err := lease.Grant(ctx, lease.Config{
+			Key: key, Token: token, Fence: uint64(fence), Start: start,
+			ValidUntil: validity.Until(start, o.TTL, l.opts.drift(o.TTL)),
+			Options:    o,
+			Driver:     &driver{l: l, k: k, key: key, token: token, fence: fence, wb: wb, ttl: o.TTL},
+			OnEnd:      func() { l.freeSlot(key) },
+		})
+		if err != nil {
+			return nil, out, err
+		}
+		return ls, out, nil
+	}
+	l.done(conns)
+	out.split = got > 0
+	if got > 0 || maybe != nil {
+		// Unlock now, whether or not ctx ended: the caller leaves no key behind.
+		uctx := context.WithoutCancel(ctx)
+		l.fanout(uctx, time.Now().Add(nt), func(i int) [][]string {
+			if counters[i] == 0 && (maybe == nil || !maybe[i]) {
+				return nil
+			}
+			return [][]string{unlock(i)}
+		}, nil)
+	}
+	return nil, out, &QuorumError{Op: "acquire", Key: key, Nodes: fails, Acquired: got, Needed: l.quorum}
+}
+
+// writeBack pipelines counter = max(counter, fence) to the granting nodes
+// whose counter is below fence, without waiting for the replies (the next
+// request on each connection discards them). It reports whether any
+// granting node's counter was below fence: if none was, every granting
+// node already has the fence, and Extend and Release need not repeat it.
+func (l *Locker) writeBack(counters []int64, conns []*conn, k keys, fence int64, deadline time.Time) bool {
+	f := ""
+	need := false
+	for i, c := range conns {
+		if v := counters[i]; v <= 0 || v >= fence {
+			continue
+		}
+		need = true
+		if c == nil {
+			continue
+		}
+		if f == "" {
+			f = strconv.FormatInt(fence, 10)
+		}
+		c.write("EVALSHA", fenceScript.sha, "2", k.lock, k.fence, f)
+		c.pending++
+		if err := c.nc.SetWriteDeadline(deadline); err != nil || c.bw.Flush() != nil {
+			l.nodes[i].discard(c)
+			conns[i] = nil
+		}
+	}
+	return need
+}
+
+// driver is the lease.Driver of one held key.
+type driver struct {
+	l     *Locker
+	k     keys
+	key   string
+	token string
+	fence int64
+	// wb: some granting node's counter was below fence at acquisition, so
+	// Extend and Release repeat the write-back (else they pass 0: every
+	// granting node already had it, and a counter never decreases).
+	wb  bool
+	ttl time.Duration // the acquisition's, for the node timeout of Release
+}
+
+// fenceArg is the fence Extend and Release write back: "0" (none) unless
+// the acquisition had to write it back.
+func (d *driver) fenceArg() string {
+	if !d.wb {
+		return "0"
+	}
+	return strconv.FormatInt(d.fence, 10)
+}
+
+// Extend implements lease.Driver: compare-and-PEXPIRE on every node,
+// which never re-creates the key. It holds if a majority confirmed within
+// the new validity (measured from before the requests).
+func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	cmd := []string{"EVALSHA", extendScript.sha, "2", d.k.lock, d.k.fence, d.token, ms(ttl), d.fenceArg()}
+	start := time.Now()
+	got, qerr := d.l.confirm(ctx, start.Add(d.l.opts.nodeTimeout(ttl)), "extend", d.key, cmd)
+	if qerr != nil {
+		return time.Time{}, qerr
+	}
+	vu := validity.Until(start, ttl, d.l.opts.drift(ttl))
+	if time.Now().After(vu) {
+		return time.Time{}, fmt.Errorf("%w: redlock: extend %q: %d nodes confirmed after the new validity ran out", distlock.ErrUnavailable, d.key, got)
+	}
+	return vu, nil
+}
+
+// Release implements lease.Driver: compare-and-delete on every node.
+func (d *driver) Release(ctx context.Context) error {
+	cmd := []string{"EVALSHA", releaseScript.sha, "3", d.k.lock, d.k.fence, d.k.queue, d.token, d.fenceArg()}
+	_, err := d.l.confirm(ctx, time.Now().Add(d.l.opts.nodeTimeout(d.ttl)), "release", d.key, cmd)
+	return err
+}
+
+// confirm runs a compare-and-X script on every node and returns how many
+// answered 1, or a *QuorumError if fewer than a majority did.
+func (l *Locker) confirm(ctx context.Context, deadline time.Time, op, key string, cmd []string) (int, error) {
+	cmds := [][]string{cmd}
+	res, conns := l.fanout(ctx, deadline, func(int) [][]string { return cmds }, nil)
+	l.done(conns)
+	got := 0
+	var fails []NodeError
+	for i, r := range res {
+		switch v, _ := r.v.(int64); {
+		case r.err != nil:
+			fails = append(fails, NodeError{l.nodes[i].addr, unavailable(r.err)})
+		case v == 1:
+			got++
+		default:
+			fails = append(fails, NodeError{l.nodes[i].addr, ErrNotOurs})
+		}
+	}
+	if got >= l.quorum {
+		return got, nil
+	}
+	return got, &QuorumError{Op: op, Key: key, Nodes: fails, Acquired: got, Needed: l.quorum}
+}

@@ -1,0 +1,340 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// maxIdle is how many idle connections a node keeps. An operation uses a
+// connection alone until its reply, so a node needs one per concurrent
+// operation; with a smaller pool, 64 goroutines re-dialled (and re-loaded
+// the scripts) on most operations, and under load the dials missed the
+// node timeout (B4 at k=64 fell to 0.11x redsync with dial timeouts).
+const maxIdle = 128
+
+// node is one Redis master and its small pool of connections.
+type node struct {
+	addr string
+	l    *Locker
+
+	mu     sync.Mutex
+	idle   []*conn
+	conns  map[*conn]struct{} // every open connection, idle or in use
+	closed bool
+}
+
+// get returns an idle connection, or nil.
+func (n *node) get() *conn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if k := len(n.idle); k > 0 {
+		c := n.idle[k-1]
+		n.idle = n.idle[:k-1]
+		return c
+	}
+	return nil
+}
+
+// put returns c to the pool, or closes it if the pool is full or closed.
+func (n *node) put(c *conn) {
+	n.mu.Lock()
+	if !n.closed && len(n.idle) < maxIdle {
+		n.idle = append(n.idle, c)
+		n.mu.Unlock()
+		return
+	}
+	delete(n.conns, c)
+	n.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// discard closes c.
+func (n *node) discard(c *conn) {
+	n.mu.Lock()
+	delete(n.conns, c)
+	n.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// track registers a new connection; it reports false (and closes nc) if
+// the node is closed.
+func (n *node) track(c *conn) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		_ = c.nc.Close()
+		return false
+	}
+	n.conns[c] = struct{}{}
+	return true
+}
+
+// close closes every connection, idle or in use (which ends their
+// blocked reads and writes).
+func (n *node) close() {
+	n.mu.Lock()
+	n.closed = true
+	conns := n.conns
+	n.conns, n.idle = map[*conn]struct{}{}, nil
+	n.mu.Unlock()
+	for c := range conns {
+		_ = c.nc.Close()
+	}
+}
+
+// dial opens a connection by deadline (or DialTimeout, if sooner). Its
+// set-up (AUTH and SELECT if configured, and, unless pubsub, SCRIPT LOAD
+// of every script) is only buffered: it goes out with the connection's
+// first request, so that a new connection costs one round trip, not two
+// (a request sent with a round trip of its node timeout left would time
+// out, and the operation return while it is still on its way). The first
+// reader checks the set-up replies (see conn.next).
+func (n *node) dial(ctx context.Context, deadline time.Time, pubsub bool) (*conn, error) {
+	if d := time.Now().Add(n.l.opts.DialTimeout); d.Before(deadline) {
+		deadline = d
+	}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", n.addr)
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(nc)
+	if !n.track(c) {
+		return nil, distlock.ErrClosed
+	}
+	if err := nc.SetDeadline(deadline); err != nil { // for writes that overflow the buffer
+		n.discard(c)
+		return nil, err
+	}
+	if o := n.l.opts; o.Password != "" {
+		if o.Username != "" {
+			c.setUp("AUTH", o.Username, o.Password)
+		} else {
+			c.setUp("AUTH", o.Password)
+		}
+	}
+	if n.l.opts.DB != 0 {
+		c.setUp("SELECT", fmt.Sprint(n.l.opts.DB))
+	}
+	if !pubsub {
+		for _, s := range allScripts {
+			c.setUp("SCRIPT", "LOAD", s.src)
+		}
+	}
+	return c, nil
+}
+
+// result is one node's answer in a fan-out.
+type result struct {
+	v   any   // the reply, if err is nil (int64 for every script)
+	err error // transport error, timeout, or a server error reply
+	// late: the node did not answer in time and the connection went to
+	// the late func, which follows up on it.
+	late bool
+}
+
+// Errors of a node that did not answer.
+var (
+	errTimeout = errors.New("no reply within the node timeout")
+)
+
+// fanout runs one command on each node (cmd(i) == nil: skip node i),
+// multiplexed: it writes to every node that has an idle connection, then
+// reads every reply, each by deadline (or until ctx ends); nodes without
+// an idle connection are dialled concurrently meanwhile, each on its own
+// goroutine, which sends and reads too. It returns each node's result
+// and, for nodes that answered, the connection, which the caller must
+// hand back with done (it may pipeline more requests on it first). If a
+// node does not answer in time before any byte of its reply arrived and
+// late is not nil, the connection is kept for late(i), which runs on a
+// goroutine owned by the Locker and may pipeline a clean-up request
+// behind the unanswered one; else the connection is closed.
+func (l *Locker) fanout(ctx context.Context, deadline time.Time, cmd func(i int) [][]string, late func(i int, c *conn)) ([]result, []*conn) {
+	n := len(l.nodes)
+	// One allocation for the per-node state.
+	buf := make([]*conn, 3*n)
+	res := make([]result, n)
+	conns, dialed, ready := buf[:n:n], buf[n:2*n:2*n], buf[2*n:]
+	cmds := make([][][]string, n)
+	var dials sync.WaitGroup
+	dialing := false
+	for i, nd := range l.nodes {
+		if cmds[i] = cmd(i); cmds[i] == nil {
+			continue
+		}
+		if conns[i] = nd.get(); conns[i] == nil {
+			dialing = true
+			dials.Add(1)
+			go func() {
+				defer dials.Done()
+				c, err := nd.dial(ctx, deadline, false)
+				if err != nil {
+					res[i].err = err
+					return
+				}
+				one := []*conn{c}
+				stop, stopped := interrupt(ctx, one)
+				if l.send(i, c, cmds[i], deadline, &res[i]) {
+					l.receive(ctx, i, c, len(cmds[i]), &res[i], late, &one[0])
+				}
+				wait(stop, stopped)
+				dialed[i] = one[0]
+			}()
+			continue
+		}
+		if !l.send(i, conns[i], cmds[i], deadline, &res[i]) {
+			conns[i] = nil
+		}
+	}
+	copy(ready, conns) // without the dialled ones, which their goroutines handle
+	stop, stopped := interrupt(ctx, ready)
+	for i, c := range ready {
+		if c != nil {
+			l.receive(ctx, i, c, len(cmds[i]), &res[i], late, &conns[i])
+		}
+	}
+	wait(stop, stopped)
+	if dialing {
+		dials.Wait()
+		for i, c := range dialed {
+			if c != nil {
+				conns[i] = c
+			}
+		}
+	}
+	return res, conns
+}
+
+// interrupt makes ctx's end interrupt every read and write on conns. The
+// caller must call wait(stop, stopped) before the connections are reused.
+func interrupt(ctx context.Context, conns []*conn) (func() bool, chan struct{}) {
+	if ctx.Done() == nil {
+		return nil, nil
+	}
+	snap, ch := slices.Clone(conns), make(chan struct{})
+	return context.AfterFunc(ctx, func() {
+		defer close(ch)
+		for _, c := range snap {
+			if c != nil {
+				_ = c.nc.SetDeadline(time.Unix(1, 0))
+			}
+		}
+	}), ch
+}
+
+func wait(stop func() bool, stopped chan struct{}) {
+	if stop != nil && !stop() {
+		<-stopped // it ran: let it finish
+	}
+}
+
+// send writes node i's commands to c and flushes them; on failure it
+// records the error, closes c and returns false.
+func (l *Locker) send(i int, c *conn, cmds [][]string, deadline time.Time, r *result) bool {
+	for _, cmd := range cmds {
+		c.write(cmd...)
+	}
+	if r.err = c.nc.SetDeadline(deadline); r.err == nil {
+		r.err = c.bw.Flush()
+	}
+	if r.err != nil {
+		l.nodes[i].discard(c)
+		return false
+	}
+	return true
+}
+
+// receive reads node i's m replies on c into r (r.v is the reply if m
+// is 1, else the []any of the replies; r.err the first server error
+// reply, if any) and sets *keep to c if c can be reused by the caller,
+// else to nil (c closed, or handed to late).
+func (l *Locker) receive(ctx context.Context, i int, c *conn, m int, r *result, late func(int, *conn), keep **conn) {
+	*keep = nil
+	var vs []any
+	if m > 1 {
+		vs = make([]any, m)
+	}
+	noscript := false
+	for k := range m {
+		v, err := c.next()
+		if err != nil {
+			if clean(err) {
+				err = errors.Join(errTimeout, err)
+			}
+			if ctx.Err() != nil {
+				err = errors.Join(context.Cause(ctx), err)
+			}
+			r.err, r.v = err, nil
+			if clean(err) && late != nil && l.enter() {
+				c.pending += m - k // the unanswered replies
+				r.late = true
+				go func() {
+					defer l.wg.Done()
+					late(i, c)
+				}()
+				return
+			}
+			l.nodes[i].discard(c)
+			return
+		}
+		if se, ok := v.(serverError); ok {
+			if r.err == nil {
+				r.err = se
+			}
+			noscript = noscript || strings.HasPrefix(string(se), "NOSCRIPT")
+		}
+		if m == 1 {
+			r.v = v
+		} else {
+			vs[k] = v
+		}
+	}
+	if m > 1 {
+		r.v = vs
+	}
+	if r.err != nil {
+		r.v = nil
+	}
+	if noscript { // scripts flushed: reconnect (and reload) next time
+		l.nodes[i].discard(c)
+		return
+	}
+	*keep = c
+}
+
+// done hands the connections of a fan-out back to their pools.
+func (l *Locker) done(conns []*conn) {
+	for i, c := range conns {
+		if c != nil {
+			l.nodes[i].put(c)
+		}
+	}
+}
+
+// lateCleanup returns a late func that pipelines cmd(i) behind the
+// unanswered request and waits up to wait for both replies, then keeps
+// the connection if both came.
+func (l *Locker) lateCleanup(wait time.Duration, cmd func(i int) []string) func(int, *conn) {
+	return func(i int, c *conn) {
+		nd := l.nodes[i]
+		_, err := c.roundTrip(time.Now().Add(wait), cmd(i))
+		if err != nil {
+			var se serverError
+			if !errors.As(err, &se) {
+				nd.discard(c)
+				return
+			}
+		}
+		nd.put(c)
+	}
+}

@@ -1,0 +1,130 @@
+package redlock
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/validity"
+)
+
+// Defaults of Options.
+const (
+	// DefaultNodeTimeout is the longest an operation waits for one node's
+	// reply (connection included) when Options.NodeTimeout is 0, unless
+	// TTL/10 is shorter: then TTL/10. 50 ms is the upper end of the Redlock
+	// spec's "5-50 ms for a 10 s TTL", chosen so that a loaded 2-core host
+	// does not count a live node as down.
+	DefaultNodeTimeout = 50 * time.Millisecond
+
+	// DefaultDialTimeout bounds the connecting of a new connection.
+	// Within an operation the node timeout bounds it too.
+	DefaultDialTimeout = time.Second
+
+	// DefaultPollInterval is the longest a blocked Acquire relies on the
+	// push wake-up before it tries again.
+	DefaultPollInterval = time.Second
+)
+
+// Options configure a Locker. A nil *Options, or a zero field, gives the
+// default documented on each field.
+type Options struct {
+	// Lock holds the default per-call options (TTL, auto-extension, retry
+	// delay), which the With* options of each call override. Zero fields
+	// take the values of distlock.DefaultOptions: TTL 30 s, no
+	// auto-extension, max hold 1 h, retry delay 5-50 ms (RetryMin and
+	// RetryMax are defaulted together, when both are zero).
+	Lock distlock.Options
+
+	// NodeTimeout bounds each node's part of an operation: connecting (if
+	// no pooled connection is idle), sending and the reply. A node that
+	// does not answer in time counts as failed for that operation, so a
+	// dead or frozen node costs at most NodeTimeout. It must stay small
+	// against the TTL. Default: min(DefaultNodeTimeout, TTL/10), per call.
+	NodeTimeout time.Duration
+
+	// DriftFactor and DriftFixed give the clock drift allowance subtracted
+	// from every validity: TTL x DriftFactor + DriftFixed. Defaults: the
+	// Redlock reference 0.01 and 2 ms, applied together when both are
+	// zero; otherwise both are used as given (DriftFactor 0 with DriftFixed
+	// 5 ms is a fixed 5 ms). DriftFactor must be in [0, 1), DriftFixed >= 0.
+	DriftFactor float64
+	DriftFixed  time.Duration
+
+	// DialTimeout bounds the connecting of a new connection, and the
+	// subscription of a pub/sub one. The set-up (AUTH, SELECT, SCRIPT
+	// LOAD) goes out with the connection's first request and is bounded
+	// with it. Default DefaultDialTimeout (1 s).
+	DialTimeout time.Duration
+
+	// Username and Password, if Password is set, authenticate every
+	// connection (AUTH). DB selects a database (default 0). All nodes share
+	// them.
+	Username, Password string
+	DB                 int
+
+	// Prefix is prepended to every key the Locker touches. Default "": the
+	// lock of key k is the Redis key k itself, so that other Redlock
+	// clients (redsync, ...) contending on k exclude and are excluded by
+	// this Locker. The Locker's own keys (fence counter, wait queues) live
+	// under Prefix + "distlock:".
+	Prefix string
+
+	// PollInterval is the longest a blocked Acquire waits for the push
+	// wake-up of a release before it tries again (it also tries again when
+	// the holder's TTL runs out). Default DefaultPollInterval (1 s).
+	PollInterval time.Duration
+}
+
+// resolve returns o with defaults applied, or an error matching
+// distlock.ErrInvalidArgument.
+func (o *Options) resolve() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	r.Lock = r.Lock.WithDefaults()
+	if r.DriftFactor == 0 && r.DriftFixed == 0 {
+		r.DriftFactor, r.DriftFixed = validity.DefaultDriftFactor, validity.DefaultDriftFixed
+	}
+	if r.DialTimeout == 0 {
+		r.DialTimeout = DefaultDialTimeout
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = DefaultPollInterval
+	}
+	if err := r.Lock.Validate(); err != nil {
+		return Options{}, err
+	}
+	bad := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: redlock: "+format, append([]any{distlock.ErrInvalidArgument}, args...)...)
+	}
+	switch {
+	case r.NodeTimeout < 0:
+		return bad("node timeout must be >= 0, got %v", r.NodeTimeout)
+	case r.DriftFactor < 0 || r.DriftFactor >= 1:
+		return bad("drift factor must be in [0, 1), got %v", r.DriftFactor)
+	case r.DriftFixed < 0:
+		return bad("drift fixed must be >= 0, got %v", r.DriftFixed)
+	case r.DialTimeout < 0:
+		return bad("dial timeout must be >= 0, got %v", r.DialTimeout)
+	case r.PollInterval < time.Millisecond:
+		return bad("poll interval must be >= 1ms, got %v", r.PollInterval)
+	case r.DB < 0:
+		return bad("DB must be >= 0, got %d", r.DB)
+	}
+	return r, nil
+}
+
+// nodeTimeout is the per-node timeout of an operation on a lease of ttl.
+func (o *Options) nodeTimeout(ttl time.Duration) time.Duration {
+	if o.NodeTimeout > 0 {
+		return o.NodeTimeout
+	}
+	return max(min(DefaultNodeTimeout, ttl/10), time.Millisecond)
+}
+
+// drift is the clock drift allowance for ttl.
+func (o *Options) drift(ttl time.Duration) time.Duration {
+	return validity.Drift(ttl, o.DriftFactor, o.DriftFixed)
+}

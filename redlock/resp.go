@@ -1,0 +1,193 @@
+package redlock
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// The Locker speaks RESP2 itself, over one net.Conn per request in flight,
+// so that an operation can write its request to every node before it reads
+// any reply (see fanout). Only what the scripts and pub/sub need is
+// implemented: arrays of bulk strings out; simple strings, errors,
+// integers, bulk strings and arrays in.
+
+// serverError is an error reply ("-ERR ...", "-NOSCRIPT ...").
+type serverError string
+
+func (e serverError) Error() string { return string(e) }
+
+// conn is one connection to a node.
+type conn struct {
+	nc net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+	// setup counts the replies to the set-up commands (AUTH, SELECT,
+	// SCRIPT LOAD) of a new connection, which are written with its first
+	// request; the first reader checks them before anything else.
+	setup int
+	// pending counts replies still to come that nobody waits for (a fence
+	// write-back, a request abandoned at its deadline); the next reader
+	// discards them first.
+	pending int
+}
+
+func newConn(nc net.Conn) *conn {
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}
+}
+
+// write buffers one command; flush sends it.
+func (c *conn) write(args ...string) {
+	var num [20]byte
+	c.bw.WriteByte('*')
+	c.bw.Write(strconv.AppendInt(num[:0], int64(len(args)), 10))
+	c.bw.WriteString("\r\n")
+	for _, a := range args {
+		c.bw.WriteByte('$')
+		c.bw.Write(strconv.AppendInt(num[:0], int64(len(a)), 10))
+		c.bw.WriteString("\r\n")
+		c.bw.WriteString(a)
+		c.bw.WriteString("\r\n")
+	}
+}
+
+// errSetup is an error reply to a set-up command.
+var errSetup = errors.New("connection set-up")
+
+// setUp buffers a set-up command, sent with the first request.
+func (c *conn) setUp(args ...string) {
+	c.write(args...)
+	c.setup++
+}
+
+// errPartial marks a read that timed out in the middle of a reply: the
+// connection cannot be used again.
+var errPartial = errors.New("reply cut off")
+
+// next checks the set-up replies, discards the pending replies, then
+// reads one reply. If the deadline passes before the first byte of a
+// reply arrives, the error matches os.ErrDeadlineExceeded and the
+// connection stays usable (with the unread replies counted in setup and
+// pending); after a partial reply it matches errPartial too. An error
+// reply to a set-up command is returned as an error matching errSetup
+// (not a serverError): the connection cannot be used.
+func (c *conn) next() (any, error) {
+	for c.setup > 0 {
+		if _, err := c.br.Peek(1); err != nil {
+			return nil, err
+		}
+		v, err := readReply(c.br)
+		if err != nil {
+			return nil, errors.Join(errPartial, err)
+		}
+		c.setup--
+		if se, ok := v.(serverError); ok {
+			return nil, fmt.Errorf("%w: %s", errSetup, string(se))
+		}
+	}
+	for c.pending > 0 {
+		if _, err := c.br.Peek(1); err != nil {
+			return nil, err
+		}
+		if _, err := readReply(c.br); err != nil {
+			return nil, errors.Join(errPartial, err)
+		}
+		c.pending--
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, err
+	}
+	v, err := readReply(c.br)
+	if err != nil {
+		return nil, errors.Join(errPartial, err)
+	}
+	return v, nil
+}
+
+// clean reports whether err left the connection usable: a timeout before
+// any byte of the reply.
+func clean(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, errPartial)
+}
+
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, fmt.Errorf("redlock: malformed reply line %q", line)
+	}
+	return line[:len(line)-2], nil
+}
+
+// readReply reads one reply: int64, string, nil, serverError or []any.
+func readReply(br *bufio.Reader) (any, error) {
+	line, err := readLine(br)
+	if err != nil {
+		return nil, err
+	}
+	switch line[0] {
+	case '+':
+		return string(line[1:]), nil
+	case '-':
+		return serverError(line[1:]), nil
+	case ':':
+		return strconv.ParseInt(string(line[1:]), 10, 64)
+	case '$':
+		n, err := strconv.Atoi(string(line[1:]))
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return nil, err
+		}
+		return string(b[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(string(line[1:]))
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		out := make([]any, n)
+		for i := range out {
+			if out[i], err = readReply(br); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("redlock: unexpected reply type %q", line[0])
+}
+
+// roundTrip sends cmds and reads one reply to each, all by deadline. A
+// server error reply is returned as the error of the whole call.
+func (c *conn) roundTrip(deadline time.Time, cmds ...[]string) ([]any, error) {
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	for _, cmd := range cmds {
+		c.write(cmd...)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return nil, err
+	}
+	out := make([]any, len(cmds))
+	var first error
+	for i := range cmds {
+		v, err := c.next()
+		if err != nil {
+			return nil, err
+		}
+		if se, ok := v.(serverError); ok && first == nil {
+			first = se
+		}
+		out[i] = v
+	}
+	return out, first
+}

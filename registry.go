@@ -1,0 +1,72 @@
+package distlock
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Opener opens a Locker from a parsed URL. Backends register one per scheme.
+// An Opener must reject query parameters it does not know with an error
+// matching ErrInvalidArgument (see package internal/urlopt).
+type Opener func(ctx context.Context, u *url.URL) (Locker, error)
+
+var registry = struct {
+	sync.RWMutex
+	openers map[string]Opener
+}{openers: map[string]Opener{}}
+
+// Register makes a backend available to Open under scheme. It is meant to
+// be called from a backend package's init. It panics if scheme is empty,
+// opener is nil, or the scheme is already registered, as database/sql does.
+func Register(scheme string, opener Opener) {
+	scheme = strings.ToLower(scheme)
+	if scheme == "" || opener == nil {
+		panic("distlock: Register needs a scheme and an opener")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.openers[scheme]; dup {
+		panic("distlock: Register called twice for scheme " + scheme)
+	}
+	registry.openers[scheme] = opener
+}
+
+// Schemes lists the registered schemes, sorted.
+func Schemes() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]string, 0, len(registry.openers))
+	for s := range registry.openers {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open opens a Locker from a URL such as "mem://", "redis://host:6379/0?ttl=10s"
+// or "redlock://h1:6379,h2:6379,h3:6379". Import the backend packages to
+// register their schemes, or github.com/distlock/distlock/all for every one.
+// A malformed URL, an unknown scheme (the error names the import to add) or
+// an unknown query parameter returns an error matching ErrInvalidArgument.
+func Open(ctx context.Context, rawURL string) (Locker, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme == "" {
+		return nil, fmt.Errorf("%w: URL %q has no scheme", ErrInvalidArgument, rawURL)
+	}
+	registry.RLock()
+	opener := registry.openers[scheme]
+	registry.RUnlock()
+	if opener == nil {
+		return nil, fmt.Errorf("%w: unknown scheme %q (forgotten import? add import _ %q; registered: %v)",
+			ErrInvalidArgument, scheme, "github.com/distlock/distlock/all", Schemes())
+	}
+	return opener(ctx, u)
+}

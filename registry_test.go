@@ -1,0 +1,83 @@
+package distlock_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/distlock/distlock"
+)
+
+func TestOpenUnknownSchemeNamesTheImport(t *testing.T) {
+	_, err := distlock.Open(context.Background(), "nosuch://host")
+	if !errors.Is(err, distlock.ErrInvalidArgument) || !strings.Contains(err.Error(), "github.com/distlock/distlock/all") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := distlock.Open(context.Background(), "no-scheme"); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("no scheme: %v", err)
+	}
+	if _, err := distlock.Open(context.Background(), "%zz://"); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("malformed: %v", err)
+	}
+}
+
+func TestRegisterPanicsOnDuplicate(t *testing.T) {
+	open := func(context.Context, *url.URL) (distlock.Locker, error) { return nil, nil }
+	distlock.Register("duptest", open)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic on duplicate scheme")
+		}
+	}()
+	distlock.Register("DUPTEST", open)
+}
+
+func TestOptionsValidate(t *testing.T) {
+	base := distlock.DefaultOptions()
+	if base.TTL != distlock.DefaultTTL || base.AutoExtend {
+		t.Fatalf("defaults: %+v", base)
+	}
+	for name, opt := range map[string]distlock.Option{
+		"ttl0":        distlock.WithTTL(0),
+		"ttlneg":      distlock.WithTTL(-1),
+		"maxholdneg":  distlock.WithAutoExtend(-1),
+		"retryinvert": distlock.WithRetryDelay(2, 1),
+		"retryzero":   distlock.WithRetryDelay(0, 1),
+	} {
+		if _, err := base.Resolve(opt); !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	o, err := base.Resolve(distlock.WithAutoExtend(0))
+	if err != nil || !o.AutoExtend || o.MaxHold != distlock.DefaultMaxHold {
+		t.Fatalf("autoextend default cap: %+v %v", o, err)
+	}
+	if err := distlock.CheckKey(""); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("empty key: %v", err)
+	}
+}
+
+func TestWithDefaultsFillsOnlyZeroFields(t *testing.T) {
+	o := distlock.Options{TTL: 5}.WithDefaults()
+	if o.TTL != 5 || o.MaxHold != distlock.DefaultMaxHold || o.RetryMin != distlock.DefaultRetryMin || o.RetryMax != distlock.DefaultRetryMax {
+		t.Fatalf("%+v", o)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResolveForChecksTheKey(t *testing.T) {
+	base := distlock.DefaultOptions()
+	if _, err := base.ResolveFor("", distlock.WithTTL(1)); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("empty key: %v", err)
+	}
+	if _, err := base.ResolveFor("k", distlock.WithTTL(0)); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("ttl 0: %v", err)
+	}
+	if o, err := base.ResolveFor("k", distlock.WithTTL(7)); err != nil || o.TTL != 7 {
+		t.Fatalf("%+v %v", o, err)
+	}
+}

@@ -1,0 +1,45 @@
+// Package testbed runs real lock servers (Redis; later Postgres, etcd and
+// ZooKeeper) in Docker containers for tests, with per-node and per-link
+// fault injection: kill, graceful stop, restart, pause, and through an
+// in-process TCP Proxy per client link, partitions, latency and resets.
+//
+// A test starts servers, points its clients at the nodes' links and
+// injects faults:
+//
+//	func TestFailover(t *testing.T) {
+//		testbed.RequireDocker(t) // skips under -short or without Docker
+//		nodes := testbed.StartRedis(t, 3, testbed.RedisOptions{})
+//		client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr()})
+//		nodes[1].Link("client-a").Blackhole() // partition one client-node link
+//		_ = nodes[2].Kill(ctx)                 // SIGKILL the server
+//		_ = nodes[2].Start(ctx)                // same Addr, data gone
+//	}
+//
+// Faults on a node (Node.Kill, Stop, Start, Restart, Pause, Unpause) hit
+// every client; faults on a link (Proxy.Blackhole, SetLatency, Reset) hit
+// one client's view of one node. Images says which server images run.
+//
+// It is the only package of the module that depends on testcontainers-go.
+// Every container and network it creates is removed when the test that
+// created it ends, also when the test fails.
+//
+// Importing the package sets TESTCONTAINERS_RYUK_DISABLED=true and
+// TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 unless they are already set: this
+// machine kind has no registry to pull the Ryuk reaper from, and the
+// containers are reached on loopback.
+package testbed
+
+import "os"
+
+// init sets the testcontainers environment this machine kind needs, unless
+// the variables are set already.
+func init() {
+	for k, v := range map[string]string{
+		"TESTCONTAINERS_RYUK_DISABLED": "true",
+		"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
+	} {
+		if _, ok := os.LookupEnv(k); !ok {
+			_ = os.Setenv(k, v)
+		}
+	}
+}

@@ -1,0 +1,400 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// zkClientPort is the container port every ZooKeeper server serves
+// clients on; peers talk on 2888 (quorum) and 3888 (election).
+const zkClientPort = "2181/tcp"
+
+// zkFaketimeFile holds the server's wall-clock offset for libfaketime
+// (see ZooKeeperNode.ClockJump); the entry script resets it to +0 at every
+// start.
+const zkFaketimeFile = "/tmp/distlock-faketime"
+
+// zkCommandTimeout bounds one four-letter-word command.
+const zkCommandTimeout = 2 * time.Second
+
+// zkServingTimeout bounds the wait for a (re)started server to join a
+// quorum and serve clients.
+const zkServingTimeout = 60 * time.Second
+
+// ZooKeeperOptions configures the ZooKeeper servers a test starts.
+type ZooKeeperOptions struct {
+	// TickTime is ZooKeeper's basic time unit. Default 250 ms. Sessions
+	// may last from MinSessionTimeout to MaxSessionTimeout whatever the
+	// tick; initLimit is 20 ticks and syncLimit 8.
+	TickTime time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
+	// the servers grant. Defaults 500 ms and 60 s.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// Heap is the JVM's -Xmx. Default "128m".
+	Heap string
+	// NoFsync sets forceSync=no: the transaction log is written but not
+	// fsynced, so writes cost the quorum round trip only. It still
+	// survives Kill (the host's page cache keeps it), not a host crash.
+	// For benchmarks that compare client libraries on a loaded disk.
+	NoFsync bool
+}
+
+func (o ZooKeeperOptions) withDefaults() ZooKeeperOptions {
+	if o.TickTime == 0 {
+		o.TickTime = 250 * time.Millisecond
+	}
+	if o.MinSessionTimeout == 0 {
+		o.MinSessionTimeout = 500 * time.Millisecond
+	}
+	if o.MaxSessionTimeout == 0 {
+		o.MaxSessionTimeout = 60 * time.Second
+	}
+	if o.Heap == "" {
+		o.Heap = "128m"
+	}
+	return o
+}
+
+// config returns zoo.cfg for servers (the peers' names; one name: standalone).
+func (o ZooKeeperOptions) config(servers []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=20\nsyncLimit=8\n", o.TickTime.Milliseconds())
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", o.MinSessionTimeout.Milliseconds(), o.MaxSessionTimeout.Milliseconds())
+	b.WriteString("dataDir=/data\nclientPort=2181\n4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+	if o.NoFsync {
+		b.WriteString("forceSync=no\n")
+	}
+	if len(servers) > 1 {
+		b.WriteString("quorumListenOnAllIPs=true\n")
+		for i, s := range servers {
+			fmt.Fprintf(&b, "server.%d=%s:2888:3888\n", i+1, s)
+		}
+	}
+	return b.String()
+}
+
+// zkEntry is the container's command: it writes myid, resets the clock
+// offset and runs the server in the foreground under libfaketime with a
+// small heap. The JVM needs FAKETIME_DONT_FAKE_MONOTONIC=1 and
+// FAKETIME_FORCE_MONOTONIC_FIX=0 (without the latter it spins on a core);
+// FAKETIME_NO_CACHE=1 makes a rewrite of the offset file apply at once.
+// The container manager checks every second, so empty lock parents
+// (container nodes) go soon.
+func zkEntry(id int, heap string) []string {
+	script := strings.Join([]string{
+		"mkdir -p /data",
+		fmt.Sprintf("echo %d > /data/myid", id),
+		"echo +0 > " + zkFaketimeFile,
+		"export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME_TIMESTAMP_FILE=" + zkFaketimeFile +
+			" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0",
+		"exec java -Xmx" + heap + " -Xss512k -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto" +
+			" -Dzookeeper.root.logger=WARN,CONSOLE -Dzookeeper.console.threshold=WARN" +
+			" -Dznode.container.checkIntervalMs=1000 -Dzookeeper.cnxTimeout=1000" +
+			" -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar" +
+			" org.apache.zookeeper.server.quorum.QuorumPeerMain /conf/zoo.cfg",
+	}, "\n")
+	return []string{"sh", "-c", script}
+}
+
+// ZooKeeperNode is one ZooKeeper server in a container. The embedded Node
+// gives its client links (Addr, Link) and Pause/Unpause; Kill, Stop, Start
+// and Restart are wrapped so that a restarted server of an ensemble is
+// waited for until it serves again (when a quorum is up).
+type ZooKeeperNode struct {
+	*Node
+	ens *ZooKeeperEnsemble // nil for a standalone server
+	up  bool               // guarded by ens.mu (standalone: unused)
+}
+
+// ZooKeeperEnsemble is n ZooKeeper servers forming one quorum on a private
+// Docker network, reachable from each other as "zk-0" to "zk-<n-1>".
+type ZooKeeperEnsemble struct {
+	Nodes []*ZooKeeperNode
+	// Network is the name of the private Docker network.
+	Network string
+
+	mu sync.Mutex
+}
+
+// zkSpec is the container spec of one server.
+func zkSpec(name, image string, id int, conf string, o ZooKeeperOptions) nodeSpec {
+	return nodeSpec{
+		name:  name,
+		image: image,
+		port:  zkClientPort,
+		cmd:   zkEntry(id, o.Heap),
+		files: []testcontainers.ContainerFile{{
+			Reader:            strings.NewReader("# written by distlock testbed\n" + conf),
+			ContainerFilePath: "/conf/zoo.cfg",
+			FileMode:          0o644,
+		}},
+		probe: func(ctx context.Context, addr string) error {
+			reply, err := fourLetter(ctx, addr, "ruok")
+			if err == nil && reply != "imok" {
+				err = fmt.Errorf("ruok: %q", reply)
+			}
+			return err
+		},
+	}
+}
+
+// StartZooKeeper starts one standalone ZooKeeper server named "zk". Call
+// RequireDocker first. The container is removed when the test ends.
+func StartZooKeeper(t testing.TB, opts ZooKeeperOptions) *ZooKeeperNode {
+	t.Helper()
+	o := opts.withDefaults()
+	spec := zkSpec("zk", Images.ZooKeeper.Resolve(t), 1, o.config([]string{"zk"}), o)
+	n := &ZooKeeperNode{Node: startNodes(t, []nodeSpec{spec})[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), zkServingTimeout)
+	defer cancel()
+	if err := n.waitServing(ctx); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	return n
+}
+
+// StartZooKeeperEnsemble starts an ensemble of n servers (n >= 3 for a
+// tolerated failure) in parallel and waits until every one serves. Call
+// RequireDocker first. The containers and the network are removed when the
+// test ends.
+func StartZooKeeperEnsemble(t testing.TB, n int, opts ZooKeeperOptions) *ZooKeeperEnsemble {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("testbed: ZooKeeper ensemble of %d servers", n)
+	}
+	o := opts.withDefaults()
+	image := Images.ZooKeeper.Resolve(t)
+	nw := newNetwork(t)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("zk-%d", i)
+	}
+	conf := o.config(names)
+	specs := make([]nodeSpec, n)
+	for i := range specs {
+		specs[i] = zkSpec(names[i], image, i+1, conf, o)
+		specs[i].network, specs[i].aliases = nw, []string{names[i]}
+	}
+	e := &ZooKeeperEnsemble{Network: nw.Name}
+	for _, node := range startNodes(t, specs) {
+		e.Nodes = append(e.Nodes, &ZooKeeperNode{Node: node, ens: e, up: true})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), zkServingTimeout)
+	defer cancel()
+	if err := e.WaitServing(ctx); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	return e
+}
+
+// ConnectString is "addr1,addr2,..." of client's links to every server,
+// in node order: a ZooKeeper connect string without chroot.
+func (e *ZooKeeperEnsemble) ConnectString(client string) string {
+	return strings.Join(e.Addrs(client), ",")
+}
+
+// Addrs are the addresses of client's links to every server, in node order.
+func (e *ZooKeeperEnsemble) Addrs(client string) []string {
+	out := make([]string, len(e.Nodes))
+	for i, n := range e.Nodes {
+		out[i] = n.Link(client).Addr()
+	}
+	return out
+}
+
+// Links are client's links to every server, in node order.
+func (e *ZooKeeperEnsemble) Links(client string) []*Proxy {
+	out := make([]*Proxy, len(e.Nodes))
+	for i, n := range e.Nodes {
+		out[i] = n.Link(client)
+	}
+	return out
+}
+
+// WaitServing waits until every running server serves clients (is the
+// leader or a follower), or ctx ends.
+func (e *ZooKeeperEnsemble) WaitServing(ctx context.Context) error {
+	for _, n := range e.Nodes {
+		e.mu.Lock()
+		up := n.up
+		e.mu.Unlock()
+		if up {
+			if err := n.waitServing(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Leader returns the index of the server that is the leader now, or an
+// error if none of the running servers says it is.
+func (e *ZooKeeperEnsemble) Leader(ctx context.Context) (int, error) {
+	var errs []string
+	for i, n := range e.Nodes {
+		mode, err := n.Mode(ctx)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if mode == "leader" {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("testbed: no ZooKeeper leader (%s)", strings.Join(errs, "; "))
+}
+
+// Mode asks the server (4lw "srvr", directly on its published port) for
+// its role: "leader", "follower" or "standalone". A server that runs but
+// does not serve (no quorum) returns an error.
+func (n *ZooKeeperNode) Mode(ctx context.Context) (string, error) {
+	addr := n.HostAddr()
+	if addr == "" {
+		return "", fmt.Errorf("%w: %s", ErrNodeDown, n.name)
+	}
+	reply, err := fourLetter(ctx, addr, "srvr")
+	if err != nil {
+		return "", fmt.Errorf("testbed: %s: srvr: %w", n.name, err)
+	}
+	for _, line := range strings.Split(reply, "\n") {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("testbed: %s is not serving: %s", n.name, strings.TrimSpace(reply))
+}
+
+// waitServing polls Mode until the server serves or ctx ends.
+func (n *ZooKeeperNode) waitServing(ctx context.Context) error {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := n.Mode(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not serve: %w (last: %v)", n.name, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Kill SIGKILLs the server (see Node.Kill).
+func (n *ZooKeeperNode) Kill(ctx context.Context) error {
+	n.setUp(false)
+	return n.Node.Kill(ctx)
+}
+
+// Stop stops the server gracefully (see Node.Stop).
+func (n *ZooKeeperNode) Stop(ctx context.Context) error {
+	n.setUp(false)
+	return n.Node.Stop(ctx)
+}
+
+// Start starts the server again with its data directory (ZooKeeper's
+// transaction log and snapshots survive) and its clock offset reset. It
+// waits until the server answers; in an ensemble, if a quorum of servers
+// is up with it, also until it serves (joined the quorum).
+func (n *ZooKeeperNode) Start(ctx context.Context) error {
+	if err := n.Node.Start(ctx); err != nil {
+		return err
+	}
+	if !n.setUp(true) {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, zkServingTimeout)
+	defer cancel()
+	if err := n.waitServing(wctx); err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	return nil
+}
+
+// Restart is Kill followed by Start.
+func (n *ZooKeeperNode) Restart(ctx context.Context) error {
+	if err := n.Kill(ctx); err != nil {
+		return err
+	}
+	return n.Start(ctx)
+}
+
+// setUp records whether n runs and reports whether a quorum (standalone:
+// n itself) is up.
+func (n *ZooKeeperNode) setUp(up bool) bool {
+	if n.ens == nil {
+		return up
+	}
+	n.ens.mu.Lock()
+	defer n.ens.mu.Unlock()
+	n.up = up
+	k := 0
+	for _, m := range n.ens.Nodes {
+		if m.up {
+			k++
+		}
+	}
+	return k > len(n.ens.Nodes)/2
+}
+
+// ClockJump sets the server's wall clock to the real time plus d (d = 0
+// restores it), through libfaketime: the offset file is rewritten and the
+// JVM reads it on its next clock call. Only the wall clock moves
+// (System.currentTimeMillis); the monotonic clock, which ZooKeeper uses
+// for session expiry, does not. A restart resets the offset.
+func (n *ZooKeeperNode) ClockJump(ctx context.Context, d time.Duration) error {
+	cmd := fmt.Sprintf("echo %+.3f > %s.new && mv %s.new %s", d.Seconds(), zkFaketimeFile, zkFaketimeFile, zkFaketimeFile)
+	code, out, err := n.ctr.Exec(ctx, []string{"sh", "-c", cmd})
+	if err == nil && code != 0 {
+		b, _ := io.ReadAll(out)
+		err = fmt.Errorf("exit code %d: %s", code, b)
+	}
+	if err != nil {
+		return fmt.Errorf("testbed: clock jump on %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// FourLetter sends a four-letter-word command ("srvr", "wchs", "cons",
+// ...) straight to the server's published port and returns its reply.
+func (n *ZooKeeperNode) FourLetter(ctx context.Context, cmd string) (string, error) {
+	addr := n.HostAddr()
+	if addr == "" {
+		return "", fmt.Errorf("%w: %s", ErrNodeDown, n.name)
+	}
+	return fourLetter(ctx, addr, cmd)
+}
+
+// fourLetter sends a four-letter-word command to the server at addr and
+// returns its reply (the server closes the connection after it).
+// A paused server accepts the connection but never answers: each command
+// is bounded by zkCommandTimeout whatever ctx allows.
+func fourLetter(ctx context.Context, addr, cmd string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, zkCommandTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	if _, err := io.WriteString(c, cmd); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}

@@ -1,0 +1,84 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock"
+)
+
+// Causes joined with distlock.ErrLeaseLost (in Lease.Err) or returned by a
+// blocked Acquire whose session ended.
+var (
+	// ErrSessionExpired: the ZooKeeper server expired the session that
+	// owned the lock node, so the node is gone.
+	ErrSessionExpired = errors.New("zklock: ZooKeeper session expired")
+	// ErrSessionPresumedExpired: the client heard nothing from the
+	// ensemble for a whole session timeout; the server has expired the
+	// session or will as soon as it can, and the Locker acts as if it had.
+	ErrSessionPresumedExpired = errors.New("zklock: no word from ZooKeeper for a session timeout; session presumed expired")
+	// ErrNodeDeleted: the lock node was deleted by someone else (an
+	// operator revoking the lock).
+	ErrNodeDeleted = errors.New("zklock: lock node deleted")
+	// ErrClosedLocker: the Locker was closed, which ends its sessions.
+	ErrClosedLocker = errors.New("zklock: locker closed, its sessions ended")
+)
+
+// SessionError is returned by a blocked Acquire whose ZooKeeper session
+// ended while it waited in the queue (S26): the queue entry died with the
+// session, so the call stops instead of waiting on. It matches
+// distlock.ErrUnavailable and its Cause (ErrSessionExpired or
+// ErrSessionPresumedExpired), or distlock.ErrClosed and ErrClosedLocker
+// when Close ended the session.
+type SessionError struct {
+	// Key is the lock's key.
+	Key string
+	// Cause is ErrSessionExpired or ErrSessionPresumedExpired.
+	Cause error
+}
+
+// Error says whose wait ended and why.
+func (e *SessionError) Error() string {
+	return fmt.Sprintf("zklock: waiting for %q: %v", e.Key, e.Cause)
+}
+
+// Unwrap returns distlock.ErrUnavailable and the cause; when the session
+// ended because this Locker was closed (ErrClosedLocker), distlock.ErrClosed
+// instead of ErrUnavailable, as every Acquire woken by Close returns.
+func (e *SessionError) Unwrap() []error {
+	if errors.Is(e.Cause, ErrClosedLocker) {
+		return []error{distlock.ErrClosed, e.Cause}
+	}
+	return []error{distlock.ErrUnavailable, e.Cause}
+}
+
+// errAmbiguous marks a failed create after which the node may exist (the
+// request may have reached the server): the caller searches for its GUID.
+var errAmbiguous = errors.New("outcome unknown")
+
+// transient reports zk errors that mean "not now": the connection or the
+// session is gone, or the call was abandoned.
+func transient(err error) bool {
+	var ne net.Error
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionMoved) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
+}
+
+// wrap maps an error of operation op to the distlock sentinels: transport
+// and session errors match distlock.ErrUnavailable; others (a bad ACL, an
+// authentication failure) are returned wrapped.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if transient(err) {
+		return fmt.Errorf("%w: zklock: %s: %w", distlock.ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("zklock: %s: %w", op, err)
+}

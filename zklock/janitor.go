@@ -1,0 +1,181 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// call runs one go-zookeeper request f, which has no context, and returns
+// its result, or ctx's error as soon as ctx ends. When ctx can end, f runs
+// on its own goroutine (owned by l, joined by Close); if the caller leaves
+// first, abandoned (if not nil) gets f's result when f returns, to clean
+// up after a request that may have taken effect. A request returns at the
+// latest when go-zookeeper gives the connection up (two thirds of the
+// session timeout without a byte from the server) or the Locker closes.
+// Without a Done channel, or on a closed Locker, f runs on the caller's
+// goroutine.
+func call[T any](l *Locker, ctx context.Context, f func() (T, error), abandoned func(T, error)) (T, error) {
+	if ctx.Done() == nil || !l.enter() {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	const (
+		running = iota
+		delivered
+		left
+	)
+	var state atomic.Int32
+	ch := make(chan result, 1)
+	go func() { // owns the count of l.wg that enter took
+		defer l.wg.Done()
+		v, err := f()
+		if state.CompareAndSwap(running, delivered) {
+			ch <- result{v, err}
+		} else if abandoned != nil {
+			abandoned(v, err)
+		}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if state.CompareAndSwap(running, left) {
+			var zero T
+			return zero, context.Cause(ctx)
+		}
+		r := <-ch
+		return r.v, r.err
+	}
+}
+
+// cleanupTimeout bounds each request of the janitor, so that one request
+// stuck on a connection that lost its replies does not hold up the others
+// (it returns when go-zookeeper gives the connection up).
+const cleanupTimeout = time.Second
+
+// task is a lock node to delete: a known path, or the child of parent
+// whose name carries guid (a create whose outcome is unknown). It is only
+// needed while the server session sid lives: its nodes die with it.
+type task struct {
+	s            *session
+	sid          int64
+	path         string
+	parent, guid string
+	next         time.Time
+	backoff      time.Duration
+}
+
+// cleanup queues t for the janitor: one goroutine per Locker, started on
+// first use, that deletes abandoned nodes (cancelled waiters, creates
+// whose reply was lost, leases that expired locally) as soon as their
+// session is connected, retrying with back-off, until done, the session
+// ends, or the Locker closes.
+func (l *Locker) cleanup(t task) {
+	t.backoff = 20 * time.Millisecond
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return // closing the sessions deletes their nodes
+	}
+	l.tasks = append(l.tasks, &t)
+	if !l.janitor {
+		l.janitor = true
+		l.wg.Add(1)
+		go l.runJanitor()
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Locker) runJanitor() {
+	defer l.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		var due, wait []*task
+		next := now.Add(time.Hour)
+		for _, t := range l.tasks {
+			if t.next.After(now) {
+				wait = append(wait, t)
+				next = minTime(next, t.next)
+			} else {
+				due = append(due, t)
+			}
+		}
+		l.tasks = wait
+		l.mu.Unlock()
+		for _, t := range due {
+			if isClosed(l.closing) {
+				return
+			}
+			if !l.clean(t) {
+				t.next = time.Now().Add(t.backoff)
+				t.backoff = min(2*t.backoff, time.Second)
+				next = minTime(next, t.next)
+				l.mu.Lock()
+				l.tasks = append(l.tasks, t)
+				l.mu.Unlock()
+			}
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-l.closing:
+			return
+		case <-l.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// clean makes one try at t and reports whether it is done.
+func (l *Locker) clean(t *task) bool {
+	sid, connected := t.s.current()
+	switch {
+	case sid != t.sid:
+		return true // the session that owned the node is gone, and the node with it
+	case !connected:
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if t.path == "" {
+		children, err := call(l, ctx, func() ([]string, error) {
+			c, _, err := t.s.conn.Children(t.parent)
+			return c, err
+		}, nil)
+		if errors.Is(err, zk.ErrNoNode) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		for _, c := range children {
+			if hasGUID(c, t.guid) {
+				t.path = t.parent + "/" + c
+			}
+		}
+		if t.path == "" {
+			return true // the create never took effect
+		}
+	}
+	_, err := call(l, ctx, func() (struct{}, error) { return struct{}{}, t.s.conn.Delete(t.path, -1) }, nil)
+	return err == nil || errors.Is(err, zk.ErrNoNode)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

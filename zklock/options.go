@@ -1,0 +1,131 @@
+package zklock
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock"
+)
+
+// Defaults of Options.
+const (
+	// DefaultSafeFraction is the part of the session timeout a lease may
+	// count on after the last request the ensemble answered. The server
+	// expires a session a full timeout after it last heard from it, but a
+	// follower relays that a session is alive to the leader only on its
+	// next tick, and the client pings every third of the timeout: if the
+	// follower dies in between, the leader's last word can be a third of
+	// the timeout (plus a tick) older than our last answer. 0.6 keeps
+	// clear of 2/3 minus half a tick for timeouts of 20 ticks and more.
+	DefaultSafeFraction = 0.6
+
+	// DefaultConnectTimeout bounds how long TryAcquire (and any call
+	// whose context has no deadline) waits for a session to be
+	// established before it fails with distlock.ErrUnavailable.
+	DefaultConnectTimeout = 3 * time.Second
+
+	// DefaultMaxSessions caps the sessions one Locker opens (one per
+	// distinct TTL when Options.SessionTimeout is 0).
+	DefaultMaxSessions = 8
+)
+
+// Options configure a Locker. A nil *Options, or a zero field, gives the
+// default documented on each field.
+type Options struct {
+	// Lock holds the default per-call options (TTL, auto-extension, retry
+	// delay), which the With* options of each call override. Zero fields
+	// take the values of distlock.DefaultOptions: TTL 30 s, no
+	// auto-extension, max hold 1 h, retry delay 5-50 ms (used between
+	// attempts after a connection error; waiting for the key itself is
+	// pushed by watches).
+	Lock distlock.Options
+
+	// Prefix is the ZooKeeper path under which lock nodes live (see the
+	// package documentation). Default DefaultPrefix ("/distlock").
+	Prefix string
+
+	// SessionTimeout, if set, is the timeout of the one session that
+	// every call uses, whatever its TTL; a lease then lasts
+	// min(TTL, SafeFraction x the negotiated timeout) from its last
+	// confirmation. Default 0: each distinct TTL gets its own session
+	// whose timeout is that TTL (see the package documentation).
+	SessionTimeout time.Duration
+
+	// SafeFraction: a lease's validity ends SafeFraction x the negotiated
+	// session timeout after the start of the last request that confirmed
+	// it (capped by its TTL). Must be in (0, 1). Default
+	// DefaultSafeFraction.
+	SafeFraction float64
+
+	// ConnectTimeout bounds the wait for a session where the call's
+	// context does not (TryAcquire always; Acquire without a deadline
+	// keeps waiting). Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+
+	// MaxSessions caps the number of sessions (distinct TTLs) the Locker
+	// opens; an acquisition that would need one more fails with
+	// distlock.ErrInvalidArgument. Default DefaultMaxSessions.
+	MaxSessions int
+
+	// ACL is put on every node the Locker creates. Default
+	// zk.WorldACL(zk.PermAll).
+	ACL []zk.ACL
+
+	// Logger receives go-zookeeper's log lines (connection errors,
+	// reconnects). Default: discarded.
+	Logger zk.Logger
+}
+
+// discard is the default Logger.
+type discard struct{}
+
+func (discard) Printf(string, ...any) {}
+
+// resolve returns o with defaults applied, or an error matching
+// distlock.ErrInvalidArgument.
+func (o *Options) resolve() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	r.Lock = r.Lock.WithDefaults()
+	if err := r.Lock.Validate(); err != nil {
+		return Options{}, err
+	}
+	bad := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: zklock: "+format, append([]any{distlock.ErrInvalidArgument}, args...)...)
+	}
+	p, err := checkPrefix(r.Prefix)
+	if err != nil {
+		return Options{}, err
+	}
+	r.Prefix = p
+	if r.SafeFraction == 0 {
+		r.SafeFraction = DefaultSafeFraction
+	}
+	if r.ConnectTimeout == 0 {
+		r.ConnectTimeout = DefaultConnectTimeout
+	}
+	if r.MaxSessions == 0 {
+		r.MaxSessions = DefaultMaxSessions
+	}
+	if r.ACL == nil {
+		r.ACL = zk.WorldACL(zk.PermAll)
+	}
+	if r.Logger == nil {
+		r.Logger = discard{}
+	}
+	switch {
+	case r.SessionTimeout < 0:
+		return bad("session timeout must be >= 0, got %v", r.SessionTimeout)
+	case r.SafeFraction <= 0 || r.SafeFraction >= 1:
+		return bad("safe fraction must be in (0, 1), got %v", r.SafeFraction)
+	case r.ConnectTimeout < 0:
+		return bad("connect timeout must be >= 0, got %v", r.ConnectTimeout)
+	case r.MaxSessions < 0:
+		return bad("max sessions must be >= 1, got %d", r.MaxSessions)
+	}
+	return r, nil
+}

@@ -1,0 +1,124 @@
+package zklock
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/distlock/distlock"
+)
+
+// Node layout. For the caller's key k, with P = Options.Prefix:
+//
+//	P/escape(k)                                  the lock's parent: a container node
+//	P/escape(k)/_c_<guid>-lock-<10-digit seq>    one per holder or waiter: ephemeral,
+//	                                             sequential, protected by a GUID
+//
+// as Curator's InterProcessMutex lays out the lock at P/escape(k) (same
+// "_c_" protection prefix and "lock-" sequence names), so Curator clients
+// locking that path contend with this package. escape keeps ASCII letters,
+// digits and "-_.~:@" and percent-encodes every other byte (including "/"
+// and "%"), so any key is one path component and distinct keys never
+// share a node; "." and ".." are encoded whole.
+const (
+	protectedPrefix = "_c_"
+	lockMarker      = "-lock-"
+	guidLen         = 32 // hex characters
+)
+
+// DefaultPrefix is the parent path of every lock unless Options.Prefix
+// says otherwise.
+const DefaultPrefix = "/distlock"
+
+// escape maps a key to one valid, unique ZooKeeper path component.
+func escape(key string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-_.~:@", c) >= 0:
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	s := b.String()
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return s
+}
+
+// checkPrefix validates a prefix: absolute, no trailing slash, no empty,
+// "." or ".." components. "" means DefaultPrefix.
+func checkPrefix(p string) (string, error) {
+	if p == "" {
+		return DefaultPrefix, nil
+	}
+	if !strings.HasPrefix(p, "/") || p == "/" || strings.HasSuffix(p, "/") || path.Clean(p) != p ||
+		strings.ContainsAny(p, "\x00") {
+		return "", fmt.Errorf("%w: zklock: prefix %q must be an absolute ZooKeeper path like /distlock", distlock.ErrInvalidArgument, p)
+	}
+	for _, c := range strings.Split(p[1:], "/") {
+		if c == "." || c == ".." {
+			return "", fmt.Errorf("%w: zklock: prefix %q has a %q component", distlock.ErrInvalidArgument, p, c)
+		}
+	}
+	return p, nil
+}
+
+// ancestors returns the paths from the first component of p down to p:
+// "/a/b" gives ["/a", "/a/b"].
+func ancestors(p string) []string {
+	var out []string
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	return append(out, p)
+}
+
+// nodeName is the name our create asks for (the server appends the
+// sequence number).
+func nodeName(guid string) string { return protectedPrefix + guid + lockMarker }
+
+// lockNode is a parsed child of a lock's parent.
+type lockNode struct {
+	name string
+	seq  int64
+}
+
+// sequence returns the sequence number of a lock node name, or false for a
+// child that is not a lock node.
+func sequence(name string) (int64, bool) {
+	i := strings.LastIndex(name, "lock-")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(name[i+len("lock-"):], 10, 64)
+	return n, err == nil
+}
+
+// sortLockNodes returns the lock nodes among children in queue order (by
+// sequence number, as Curator sorts them).
+func sortLockNodes(children []string) []lockNode {
+	out := make([]lockNode, 0, len(children))
+	for _, c := range children {
+		if seq, ok := sequence(c); ok {
+			out = append(out, lockNode{c, seq})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+// hasGUID reports whether a child's name carries guid (our protected create).
+func hasGUID(name, guid string) bool {
+	return strings.HasPrefix(name, protectedPrefix+guid)
+}
