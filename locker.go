@@ -34,8 +34,10 @@ type Locker interface {
 	// Guarantees reports what this backend promises, as configured.
 	Guarantees() Guarantees
 
-	// Close releases the Locker's connections. Leases still held are not
-	// released by Close; they expire after their TTL. Calls after Close
+	// Close releases the Locker's connections and stops the automatic
+	// extension of its leases, waiting for every goroutine it started.
+	// Leases still held are not released by Close; they expire after
+	// their TTL. Calls after Close
 	// return ErrClosed. Close is idempotent.
 	Close() error
 }
@@ -78,7 +80,8 @@ type Lease interface {
 	Done() <-chan struct{}
 
 	// Err is nil while the lease is held; after Done is closed it matches
-	// ErrReleased if the lease was released, or ErrLeaseLost (joined with
-	// the cause) if it was lost.
+	// ErrReleased if the lease was released while held, or ErrLeaseLost
+	// (joined with the cause) if it was lost first; a later Release does
+	// not change it.
 	Err() error
 }

@@ -11,6 +11,12 @@ const (
 	// lease. Short enough that a crashed holder frees the key soon.
 	DefaultTTL = 30 * time.Second
 
+	// MinTTL is the shortest TTL accepted: 10 ms. The validity of a lease
+	// is its TTL less a clock drift allowance of TTL x 1% + 2 ms, so a TTL
+	// near 2 ms could never yield a lease the caller can use, and a
+	// blocking Acquire would retry forever.
+	MinTTL = 10 * time.Millisecond
+
 	// DefaultMaxHold caps the total hold time under automatic extension
 	// when WithAutoExtend is given 0: one hour.
 	DefaultMaxHold = time.Hour
@@ -55,8 +61,13 @@ func (o Options) WithDefaults() Options {
 	if o.MaxHold == 0 {
 		o.MaxHold = d.MaxHold
 	}
-	if o.RetryMin == 0 && o.RetryMax == 0 {
+	switch {
+	case o.RetryMin == 0 && o.RetryMax == 0:
 		o.RetryMin, o.RetryMax = d.RetryMin, d.RetryMax
+	case o.RetryMax == 0:
+		o.RetryMax = max(o.RetryMin, d.RetryMax)
+	case o.RetryMin == 0:
+		o.RetryMin = min(o.RetryMax, d.RetryMin)
 	}
 	return o
 }
@@ -64,14 +75,18 @@ func (o Options) WithDefaults() Options {
 // Option changes one per-call setting.
 type Option func(*Options)
 
-// WithTTL sets the lease time-to-live. ttl <= 0 is rejected with
-// ErrInvalidArgument by the call that receives it.
+// WithTTL sets the lease time-to-live. ttl <= 0 or below MinTTL is
+// rejected with ErrInvalidArgument by the call that receives it.
 func WithTTL(ttl time.Duration) Option { return func(o *Options) { o.TTL = ttl } }
 
 // WithAutoExtend turns on the watchdog: the lease is extended every TTL/3
-// until it is released, an extension fails, or maxHold has passed since the
-// acquisition (then the lease expires and Done fires). maxHold 0 means
-// DefaultMaxHold; a negative maxHold is rejected with ErrInvalidArgument.
+// until it is released, it is known lost (the key is gone or someone
+// else's), its validity runs out while extensions keep failing (a failed
+// extension is retried at shorter intervals while validity remains), or
+// maxHold has passed since the acquisition (then the lease expires and Done
+// fires). maxHold 0 keeps the Locker's default: DefaultMaxHold unless the
+// Locker's URL set one (autoextend=10m). A negative maxHold is rejected
+// with ErrInvalidArgument. Closing the Locker stops the watchdog.
 func WithAutoExtend(maxHold time.Duration) Option {
 	return func(o *Options) {
 		o.AutoExtend = true
@@ -108,6 +123,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.TTL <= 0:
 		return fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidArgument, o.TTL)
+	case o.TTL < MinTTL:
+		return fmt.Errorf("%w: TTL must be at least %v, got %v", ErrInvalidArgument, MinTTL, o.TTL)
 	case o.MaxHold <= 0:
 		return fmt.Errorf("%w: max hold must be > 0, got %v", ErrInvalidArgument, o.MaxHold)
 	case o.RetryMin <= 0 || o.RetryMax < o.RetryMin:

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/distlock/distlock"
 )
@@ -42,6 +43,7 @@ func TestOptionsValidate(t *testing.T) {
 	for name, opt := range map[string]distlock.Option{
 		"ttl0":        distlock.WithTTL(0),
 		"ttlneg":      distlock.WithTTL(-1),
+		"ttlbelowmin": distlock.WithTTL(distlock.MinTTL - 1),
 		"maxholdneg":  distlock.WithAutoExtend(-1),
 		"retryinvert": distlock.WithRetryDelay(2, 1),
 		"retryzero":   distlock.WithRetryDelay(0, 1),
@@ -60,12 +62,18 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestWithDefaultsFillsOnlyZeroFields(t *testing.T) {
-	o := distlock.Options{TTL: 5}.WithDefaults()
-	if o.TTL != 5 || o.MaxHold != distlock.DefaultMaxHold || o.RetryMin != distlock.DefaultRetryMin || o.RetryMax != distlock.DefaultRetryMax {
+	o := distlock.Options{TTL: 5 * time.Second}.WithDefaults()
+	if o.TTL != 5*time.Second || o.MaxHold != distlock.DefaultMaxHold || o.RetryMin != distlock.DefaultRetryMin || o.RetryMax != distlock.DefaultRetryMax {
 		t.Fatalf("%+v", o)
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	// One retry bound given: the other is filled so that min <= max.
+	for _, o := range []distlock.Options{{RetryMin: 80 * time.Millisecond}, {RetryMax: time.Millisecond}} {
+		if err := o.WithDefaults().Validate(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
 	}
 }
 
@@ -77,7 +85,7 @@ func TestResolveForChecksTheKey(t *testing.T) {
 	if _, err := base.ResolveFor("k", distlock.WithTTL(0)); !errors.Is(err, distlock.ErrInvalidArgument) {
 		t.Fatalf("ttl 0: %v", err)
 	}
-	if o, err := base.ResolveFor("k", distlock.WithTTL(7)); err != nil || o.TTL != 7 {
+	if o, err := base.ResolveFor("k", distlock.WithTTL(7*time.Second)); err != nil || o.TTL != 7*time.Second {
 		t.Fatalf("%+v %v", o, err)
 	}
 }

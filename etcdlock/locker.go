@@ -71,7 +71,8 @@ type Locker struct {
 	sessions map[time.Duration][]*session // by TTL
 	held     map[distlock.Lease]*driver
 
-	wg sync.WaitGroup // calls in flight, session goroutines, clean-ups
+	wg        sync.WaitGroup // calls in flight, session goroutines, clean-ups
+	watchdogs lease.Group    // of the leases handed out; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -138,6 +139,7 @@ func (l *Locker) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	l.watchdogs.Close()
 	l.cancel()
 	l.wg.Wait()
 	if l.ownClient {
@@ -279,7 +281,7 @@ func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int6
 	d := &driver{l: l, s: s, key: key, my: my, rev: rev, ttl: o.TTL}
 	ls, err := lease.Grant(ctx, lease.Config{
 		Key: key, Token: token, Fence: uint64(rev), Start: start, ValidUntil: vu,
-		Options: o, Driver: d,
+		Options: o, Driver: d, Group: &l.watchdogs,
 	})
 	if err != nil {
 		return nil, err

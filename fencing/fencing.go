@@ -46,11 +46,12 @@ type Register[T any] struct {
 
 // Write stores v if fence >= the highest fence accepted so far, and
 // returns a *StaleFenceError (matching ErrStaleFence) otherwise. Fence 0
-// is never issued by a Lease and is rejected once any fence was accepted.
+// is never issued by a Lease (it is what an unset fence reads as) and is
+// always rejected.
 func (r *Register[T]) Write(fence uint64, v T) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if fence < r.highest {
+	if fence == 0 || fence < r.highest {
 		return &StaleFenceError{Fence: fence, Highest: r.highest}
 	}
 	r.highest, r.value = fence, v
@@ -62,7 +63,7 @@ func (r *Register[T]) Write(fence uint64, v T) error {
 func (r *Register[T]) Update(fence uint64, f func(T) T) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if fence < r.highest {
+	if fence == 0 || fence < r.highest {
 		return &StaleFenceError{Fence: fence, Highest: r.highest}
 	}
 	r.highest, r.value = fence, f(r.value)
@@ -85,15 +86,16 @@ type Guard struct {
 }
 
 // Admit records fence for key if it is at least the highest seen for key,
-// and returns a *StaleFenceError otherwise. Call it in the same critical
-// section as the write it protects.
+// and returns a *StaleFenceError otherwise (always for fence 0, which no
+// Lease issues). Call it in the same critical section as the write it
+// protects.
 func (g *Guard) Admit(key string, fence uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.highest == nil {
 		g.highest = map[string]uint64{}
 	}
-	if h := g.highest[key]; fence < h {
+	if h := g.highest[key]; fence == 0 || fence < h {
 		return &StaleFenceError{Key: key, Fence: fence, Highest: h}
 	}
 	g.highest[key] = fence

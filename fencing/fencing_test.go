@@ -92,3 +92,20 @@ func ExampleRegister() {
 	// fencing: stale fence 6, highest accepted 7
 	// 100 7
 }
+
+// TestFenceZeroIsAlwaysRejected: no Lease issues fence 0; it is what an
+// unset fence reads as, so a register or guard that has accepted nothing
+// yet still refuses it.
+func TestFenceZeroIsAlwaysRejected(t *testing.T) {
+	var r fencing.Register[int]
+	if err := r.Write(0, 1); !errors.Is(err, fencing.ErrStaleFence) {
+		t.Fatalf("register write: %v", err)
+	}
+	if err := r.Update(0, func(int) int { return 1 }); !errors.Is(err, fencing.ErrStaleFence) {
+		t.Fatalf("register update: %v", err)
+	}
+	var g fencing.Guard
+	if err := g.Admit("k", 0); !errors.Is(err, fencing.ErrStaleFence) {
+		t.Fatalf("guard: %v", err)
+	}
+}

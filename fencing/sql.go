@@ -153,6 +153,10 @@ func (g SQLGuard) outcome(ctx context.Context, db SQLDB, n int64, key string, fe
 		return fmt.Errorf("%w: %q", ErrNoRow, key)
 	case !found:
 		return fmt.Errorf("fencing: %q: write refused but no row found", key)
+	case uint64(highest) == fence:
+		// MySQL counts a row whose values did not change as unaffected:
+		// the row already holds this fence and the write is applied.
+		return nil
 	}
 	return &StaleFenceError{Key: key, Fence: fence, Highest: uint64(highest)}
 }
@@ -167,6 +171,9 @@ func (g SQLGuard) ph(i int) string {
 
 // fenceArg converts a fence to the int64 a bigint column holds.
 func fenceArg(fence uint64) (int64, error) {
+	if fence == 0 {
+		return 0, &StaleFenceError{Fence: 0}
+	}
 	if fence > math.MaxInt64 {
 		return 0, fmt.Errorf("fencing: fence %d does not fit a bigint column", fence)
 	}

@@ -36,15 +36,16 @@ func init() {
 		if u.Path != "" && u.Path != "/" {
 			return nil, fmt.Errorf("%w: mem URL takes a name as host (mem://NAME), not a path", distlock.ErrInvalidArgument)
 		}
-		return &Locker{space: sharedSpace(u.Host), defaults: opts}, nil
+		return &Locker{space: sharedSpace(u.Host), defaults: opts, watchdogs: new(lease.Group)}, nil
 	})
 }
 
 // Locker is a client handle on an in-process lock space.
 type Locker struct {
-	space    *space
-	defaults distlock.Options
-	closed   atomic.Bool
+	space     *space
+	defaults  distlock.Options
+	closed    atomic.Bool
+	watchdogs *lease.Group // of this handle's leases; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -57,11 +58,13 @@ func New(opts *distlock.Options) *Locker {
 	if opts != nil {
 		d = *opts
 	}
-	return &Locker{space: newSpace(), defaults: d.WithDefaults()}
+	return &Locker{space: newSpace(), defaults: d.WithDefaults(), watchdogs: new(lease.Group)}
 }
 
 // NewHandle returns another client on l's space, with its own Close.
-func (l *Locker) NewHandle() *Locker { return &Locker{space: l.space, defaults: l.defaults} }
+func (l *Locker) NewHandle() *Locker {
+	return &Locker{space: l.space, defaults: l.defaults, watchdogs: new(lease.Group)}
+}
 
 // Guarantees: one process, one clock, no servers to lose.
 func (l *Locker) Guarantees() distlock.Guarantees {
@@ -75,12 +78,15 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 	}
 }
 
-// Close makes further calls return ErrClosed and wakes this handle's
-// blocked Acquire calls. Held leases stay until released or expired.
+// Close makes further calls return ErrClosed, wakes the blocked Acquire
+// calls (those of this handle return ErrClosed; waiters of other handles
+// on the space look again and wait on), and stops and joins the watchdogs
+// of this handle's leases. Held leases stay until released or expired.
 func (l *Locker) Close() error {
 	if l.closed.CompareAndSwap(false, true) {
 		l.space.wakeAll()
 	}
+	l.watchdogs.Close()
 	return nil
 }
 
@@ -147,6 +153,7 @@ func (l *Locker) try(key string, o distlock.Options) (distlock.Lease, error) {
 		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
 		Options:    o,
 		Driver:     driver{s: s, key: key, token: token},
+		Group:      l.watchdogs,
 	})
 	return e.lease, nil
 }

@@ -271,3 +271,26 @@ func TestExpiryWakesWaiterWithoutPolling(t *testing.T) {
 	_ = b.Release(ctx)
 	_ = a.Release(ctx)
 }
+
+// TestCloseStopsWatchdogs: Close on a Locker whose auto-extended lease is
+// still held stops and joins the lease's watchdog (no goroutine is left
+// running); the lease is not released but runs out at its validity.
+func TestCloseStopsWatchdogs(t *testing.T) {
+	l := memlock.New(nil)
+	ls, err := l.Acquire(context.Background(), "k", distlock.WithTTL(60*time.Millisecond), distlock.WithAutoExtend(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t)
+	select {
+	case <-ls.Done():
+	case <-time.After(time.Second):
+		t.Fatal("lease kept alive after Close")
+	}
+	if !errors.Is(ls.Err(), distlock.ErrLeaseLost) {
+		t.Fatalf("Err = %v", ls.Err())
+	}
+}

@@ -163,6 +163,7 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
 		Options:    o,
 		Driver:     s,
+		Group:      &l.watchdogs,
 	})
 	if err != nil {
 		return nil, err

@@ -43,6 +43,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
 )
 
 // Locker hands out leases on one Postgres server. It is safe for
@@ -60,6 +61,8 @@ type Locker struct {
 	closed  bool
 	waiting map[*conn]struct{} // connections of blocked Acquire calls
 	wg      sync.WaitGroup     // calls in flight
+
+	watchdogs lease.Group // of the leases handed out; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -208,6 +211,7 @@ func (l *Locker) Close() error {
 		_ = c.PgConn().Conn().SetDeadline(past)
 	}
 	l.mu.Unlock()
+	l.watchdogs.Close()
 	l.wg.Wait()
 	l.pool.close()
 	return nil

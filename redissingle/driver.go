@@ -63,6 +63,7 @@ func (l *Locker) grant(ctx context.Context, k keySet, key, token string, fence u
 		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
 		Options:    o,
 		Driver:     &driver{l: l, k: k, token: token},
+		Group:      &l.watchdogs,
 	})
 	if err != nil {
 		return nil, err

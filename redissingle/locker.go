@@ -53,8 +53,9 @@ type Locker struct {
 	subUp   bool        // the subscription is confirmed and unbroken
 	subGen  uint64      // incremented at every (re)subscription
 
-	wg   sync.WaitGroup // calls in flight, clean-ups, the subscriber
-	stop chan struct{}  // closed by Close
+	wg        sync.WaitGroup // calls in flight, clean-ups, the subscriber
+	watchdogs lease.Group    // of the leases handed out; stopped by Close
+	stop      chan struct{}  // closed by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -143,6 +144,7 @@ func (l *Locker) Close() error {
 	sub := l.sub
 	l.mu.Unlock()
 	close(l.stop)
+	l.watchdogs.Close()
 	if sub != nil {
 		sub.close()
 	}

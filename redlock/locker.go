@@ -88,7 +88,8 @@ type Locker struct {
 	subStarted bool
 	subUp      []atomic.Bool // node i's subscription is confirmed and unbroken
 
-	wg sync.WaitGroup // calls in flight, clean-ups, subscribers
+	wg        sync.WaitGroup // calls in flight, clean-ups, subscribers
+	watchdogs lease.Group    // of the leases handed out; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -171,6 +172,7 @@ func (l *Locker) Close() error {
 		w.wake()
 	}
 	l.mu.Unlock()
+	l.watchdogs.Close()
 	l.cancel()
 	for _, n := range l.nodes {
 		n.close()
@@ -323,6 +325,7 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 			Options:    o,
 			Driver:     &driver{l: l, k: k, key: key, token: token, fence: fence, wb: wb, ttl: o.TTL},
 			OnEnd:      func() { l.freeSlot(key) },
+			Group:      &l.watchdogs,
 		})
 		if err != nil {
 			return nil, out, err

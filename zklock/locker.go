@@ -65,6 +65,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
 	"github.com/distlock/distlock/internal/retry"
 )
 
@@ -83,7 +84,8 @@ type Locker struct {
 	janitor  bool                       // its goroutine runs
 	wake     chan struct{}
 
-	wg sync.WaitGroup // calls in flight, the janitor, queue reads
+	wg        sync.WaitGroup // calls in flight, the janitor, queue reads
+	watchdogs lease.Group    // of the leases handed out; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -161,6 +163,7 @@ func (l *Locker) Close() error {
 	}
 	l.closed = true
 	close(l.closing)
+	l.watchdogs.Close()
 	sessions := make([]*session, 0, len(l.sessions))
 	for _, s := range l.sessions {
 		sessions = append(sessions, s)

@@ -316,7 +316,7 @@ func (l *Locker) grant(ctx context.Context, s *session, v view, key, own, token 
 	lo.TTL = valid // the watchdog extends every valid/3
 	ls, err := lease.Grant(ctx, lease.Config{
 		Key: key, Token: token, Fence: uint64(st.Czxid), Start: start,
-		ValidUntil: start.Add(valid), Options: lo, Driver: d,
+		ValidUntil: start.Add(valid), Options: lo, Driver: d, Group: &l.watchdogs,
 	})
 	if err != nil {
 		return nil, err

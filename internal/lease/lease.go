@@ -1,7 +1,8 @@
 // Package lease is the one Lease implementation every backend uses: it
 // keeps the validity, fires Done when the lease is released or lost, runs
 // the optional watchdog, and serialises Extend and Release against it.
-// Backends supply only the per-key server operations (Driver).
+// Backends supply only the per-key server operations (Driver) and a Group
+// through which their Close stops and joins the watchdogs.
 package lease
 
 import (
@@ -50,6 +51,10 @@ type Config struct {
 	// lost), after Done is closed, with no lock of the lease held. It must
 	// not block. Backends use it to let the next local caller proceed.
 	OnEnd func()
+	// Group, if set, owns the lease's watchdog: Group.Close stops it and
+	// waits for it to exit. Backends pass their Locker's Group so that
+	// Close leaves no goroutine running. A closed Group starts none.
+	Group *Group
 }
 
 // Lease implements distlock.Lease over a Driver.
@@ -71,6 +76,12 @@ type Lease struct {
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
+	group     *Group
+
+	// extending holds one token while an extension is in flight: the
+	// watchdog's and the caller's extensions take turns, so the validity
+	// is always the one of the extension the server applied last.
+	extending chan struct{}
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -85,15 +96,19 @@ func New(cfg Config) *Lease {
 	l := &Lease{
 		key: cfg.Key, token: cfg.Token, fence: cfg.Fence, start: cfg.Start,
 		opts: cfg.Options, driver: cfg.Driver, validUntil: cfg.ValidUntil,
-		onEnd: cfg.OnEnd, done: make(chan struct{}),
+		onEnd: cfg.OnEnd, done: make(chan struct{}), extending: make(chan struct{}, 1),
 	}
 	l.mu.Lock()
 	l.expiry = time.AfterFunc(time.Until(cfg.ValidUntil), l.onExpiry)
 	l.mu.Unlock()
 	if cfg.Options.AutoExtend {
 		ctx, cancel := context.WithCancel(context.Background())
-		l.stopWatch, l.watchDone = cancel, make(chan struct{})
-		go l.watch(ctx)
+		if cfg.Group.add(l, cancel) {
+			l.stopWatch, l.watchDone, l.group = cancel, make(chan struct{}), cfg.Group
+			go l.watch(ctx)
+		} else {
+			cancel() // the Locker is closed: the lease runs out at its validity
+		}
 	}
 	return l
 }
@@ -190,8 +205,28 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return l.extend(ctx, ttl)
 }
 
+// extend runs one extension, after any other in flight. It refuses to
+// extend a lease whose validity has passed even if its expiry timer has not
+// fired yet (the server may already have given the key to someone else).
 func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
-	if err := l.Err(); err != nil {
+	select {
+	case l.extending <- struct{}{}:
+		defer func() { <-l.extending }()
+	case <-l.done:
+		return l.Err()
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for an extension in flight: %w", distlock.ErrUnavailable, ctx.Err())
+	}
+	l.mu.Lock()
+	if l.err == nil && !time.Now().Before(l.validUntil) {
+		ended := l.finishLocked(errors.Join(distlock.ErrLeaseLost, ErrExpired, l.renewErr))
+		l.mu.Unlock()
+		l.ended(ended)
+		return l.Err()
+	}
+	err := l.err
+	l.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	vu, err := l.driver.Extend(ctx, ttl)
@@ -237,7 +272,10 @@ func (l *Lease) Release(ctx context.Context) error {
 // shorter intervals while validity remains; if validity runs out first,
 // onExpiry reports the lease lost with the first failure as the cause.
 func (l *Lease) watch(ctx context.Context) {
-	defer close(l.watchDone)
+	defer func() {
+		l.group.remove(l)
+		close(l.watchDone)
+	}()
 	interval := l.opts.TTL / 3
 	holdEnd := l.start.Add(l.opts.MaxHold)
 	wait := interval

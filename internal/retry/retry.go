@@ -68,6 +68,9 @@ func loop(ctx context.Context, delay func() time.Duration, attempt Attempt, subs
 		}
 		if !errors.Is(err, distlock.ErrNotAcquired) && !errors.Is(err, distlock.ErrUnavailable) {
 			cancel()
+			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+				return nil, errors.Join(distlock.ErrNotAcquired, cerr, err)
+			}
 			return nil, err
 		}
 		if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {

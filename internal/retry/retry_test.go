@@ -62,3 +62,18 @@ func TestWakeCutsTheWait(t *testing.T) {
 		t.Fatalf("calls %d after %v: %v", calls, time.Since(start), err)
 	}
 }
+
+// TestFatalErrorAfterContextEndedKeepsBoth: an attempt that fails with an
+// error that is neither contention nor outage after ctx has ended still
+// reports ErrNotAcquired and ctx.Err(), as every wait that ctx ends must.
+func TestFatalErrorAfterContextEndedKeepsBoth(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	odd := errors.New("protocol error")
+	_, err := retry.Acquire(ctx, distlock.DefaultOptions(), func(context.Context) (distlock.Lease, error) {
+		cancel()
+		return nil, odd
+	}, nil)
+	if !errors.Is(err, distlock.ErrNotAcquired) || !errors.Is(err, context.Canceled) || !errors.Is(err, odd) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -20,9 +20,16 @@ type Params struct {
 	err    error
 }
 
-// New returns the query parameters of u.
+// New returns the query parameters of u. A query that does not parse (a
+// bad %-escape, a ';' separator) is remembered as the first error, so a
+// malformed parameter is refused instead of silently dropped.
 func New(u *url.URL) *Params {
-	return &Params{values: u.Query(), used: map[string]bool{}}
+	values, err := url.ParseQuery(u.RawQuery)
+	p := &Params{values: values, used: map[string]bool{}}
+	if err != nil {
+		p.err = fmt.Errorf("%w: query %q: %v", distlock.ErrInvalidArgument, u.RawQuery, err)
+	}
+	return p
 }
 
 func (p *Params) raw(name string) (string, bool) {

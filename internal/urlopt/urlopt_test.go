@@ -40,7 +40,8 @@ func TestLockOptionsAndUnknown(t *testing.T) {
 }
 
 func TestBadValues(t *testing.T) {
-	for _, q := range []string{"ttl=abc", "ttl=0s", "autoextend=maybe", "ttl=1s&ttl=2s", "retry_min=5ms&retry_max=1ms"} {
+	for _, q := range []string{"ttl=abc", "ttl=0s", "autoextend=maybe", "ttl=1s&ttl=2s", "retry_min=5ms&retry_max=1ms",
+		"ttl=1s;x=1", "ttl=%zz"} { // malformed queries are refused, not dropped
 		p := parse(t, "x://h?"+q)
 		p.LockOptions()
 		if err := p.Done(); !errors.Is(err, distlock.ErrInvalidArgument) {
