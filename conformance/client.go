@@ -43,7 +43,9 @@ type contender interface {
 	ID() int
 	Acquire(ctx context.Context, key string, req acquireReq) (grant, error)
 	// Lost reports whether the held lease is known lost, and when the
-	// client learned it (unix nanos).
+	// client learned it (unix nanos): when it saw Done close, or the
+	// lease's last ValidUntil if that came first (a live holder knows its
+	// lease ends there, whatever the notification's scheduling delay).
 	Lost() (bool, int64)
 	// Release ends the section: recorded as OpLost if the client already
 	// knew the lease was lost, else OpRelease.
@@ -72,7 +74,8 @@ type local struct {
 	mu     sync.Mutex
 	lease  distlock.Lease
 	key    string
-	lostAt int64
+	lostAt int64         // when the holder learned of the loss: min(Done seen, ValidUntil)
+	doneAt int64         // when the watcher saw Done close
 	watch  chan struct{} // closed by the Done watcher when it has stamped lostAt
 	stop   chan struct{}
 }
@@ -101,7 +104,7 @@ func (c *local) Acquire(ctx context.Context, key string, req acquireReq) (grant,
 	op.Fence = l.Fence()
 	c.hist.Add(op)
 	c.mu.Lock()
-	c.lease, c.key, c.lostAt = l, key, 0
+	c.lease, c.key, c.lostAt, c.doneAt = l, key, 0, 0
 	c.watch, c.stop = make(chan struct{}), make(chan struct{})
 	watch, stop := c.watch, c.stop
 	c.mu.Unlock()
@@ -109,21 +112,41 @@ func (c *local) Acquire(ctx context.Context, key string, req acquireReq) (grant,
 		defer close(watch)
 		select {
 		case <-l.Done():
-			if errors.Is(l.Err(), distlock.ErrLeaseLost) {
-				c.mu.Lock()
-				c.lostAt = time.Now().UnixNano()
-				c.mu.Unlock()
-			}
+			c.stampLoss(l)
 		case <-stop:
 		}
 	}()
 	return grant{Fence: l.Fence(), Token: l.Token(), ValidUntil: l.ValidUntil(), Call: call, Ret: ret}, nil
 }
 
+// stampLoss records when the holder learned its lease was lost, once,
+// after Done has closed: the time it saw Done, or the last validity if
+// that passed first.
+func (c *local) stampLoss(l distlock.Lease) {
+	if !errors.Is(l.Err(), distlock.ErrLeaseLost) {
+		return
+	}
+	now := time.Now().UnixNano()
+	learned := min(now, l.ValidUntil().UnixNano())
+	c.mu.Lock()
+	if c.lease == l && c.doneAt == 0 {
+		c.doneAt, c.lostAt = now, learned
+	}
+	c.mu.Unlock()
+}
+
 func (c *local) Lost() (bool, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lostAt != 0, c.lostAt
+}
+
+// DoneAt reports when the holder saw Done close on a lost lease (0 if it
+// has not), for judging how late a lost-lease notification was.
+func (c *local) DoneAt() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.doneAt
 }
 
 func (c *local) Extend(ctx context.Context, ttl time.Duration) error {
@@ -138,17 +161,27 @@ func (c *local) Extend(ctx context.Context, ttl time.Duration) error {
 
 func (c *local) Release(ctx context.Context) error {
 	c.mu.Lock()
-	l, key, lostAt, stop, watch := c.lease, c.key, c.lostAt, c.stop, c.watch
-	c.lease = nil
+	l, key, stop, watch := c.lease, c.key, c.stop, c.watch
 	c.mu.Unlock()
 	if l == nil {
 		return errors.New("conformance: release without a lease")
+	}
+	// A loss that happened before this call counts even if the watcher
+	// has not run yet: look at Done now, before Release closes it.
+	select {
+	case <-l.Done():
+		c.stampLoss(l)
+	default:
 	}
 	call := time.Now().UnixNano()
 	err := l.Release(ctx)
 	ret := time.Now().UnixNano()
 	close(stop)
 	<-watch
+	c.mu.Lock()
+	lostAt := c.lostAt
+	c.lease = nil
+	c.mu.Unlock()
 	if lostAt != 0 {
 		c.hist.Add(Op{Client: c.id, Key: key, Kind: OpLost, Outcome: OutcomeOK, Call: lostAt, Return: lostAt})
 	} else {

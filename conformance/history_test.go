@@ -297,12 +297,8 @@ func TestCheckHistoryManyKeys(t *testing.T) {
 	}{{"mutex", CheckMutex}, {"fence", CheckFence}} {
 		start := time.Now()
 		r := c.check(ops, 0, t.TempDir())
-		took := time.Since(start)
 		wantOK(t, c.name, r)
-		t.Logf("%s: %d ops recorded, %d checked, in %v", c.name, len(ops), r.Ops, took)
-		if took > time.Second {
-			t.Errorf("%s check of %d ops took %v (> 1s)", c.name, len(ops), took)
-		}
+		t.Logf("%s: %d ops recorded, %d checked, in %v (speed: BenchmarkCheckHistory10k)", c.name, len(ops), r.Ops, time.Since(start))
 	}
 	// One hot key with many hand-offs.
 	hot := genHistory(2, 1, 10, 2500, -1, false)
@@ -328,4 +324,24 @@ func TestCheckHistoryInjectedFaults(t *testing.T) {
 	swapped := genHistory(4, 100, 8, 25, -1, true)
 	wantFail(t, "swapped fences (fence)", CheckFence(swapped, 0, dir), "k0", dir)
 	wantOK(t, "swapped fences (mutex)", CheckMutex(swapped, 0, dir))
+}
+
+// BenchmarkCheckHistory10k: both history checks over about 10k operations
+// on 100 keys (CONFORMANCE.md: about 10k operations in under 100 ms when
+// partitioned by key). Reported, not asserted.
+func BenchmarkCheckHistory10k(b *testing.B) {
+	ops := genHistory(1, 100, 8, 25, -1, false)
+	for _, c := range []struct {
+		name  string
+		check func([]Op, time.Duration, string) CheckResult
+	}{{"mutex", CheckMutex}, {"fence", CheckFence}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportMetric(float64(len(ops)), "ops/history")
+			for i := 0; i < b.N; i++ {
+				if r := c.check(ops, 0, ""); !r.OK {
+					b.Fatalf("%s: %s", c.name, r.Detail)
+				}
+			}
+		})
+	}
 }

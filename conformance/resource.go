@@ -17,9 +17,10 @@ import (
 // breaks FSAFE.
 type resource struct {
 	fenced bool
-	reg    fencing.Register[int64]
+	reg    fencing.Register[int64] // the fenced resource's register
 
 	mu       sync.Mutex
+	value    int64    // the unfenced resource's register
 	lost     []string // descriptions of lost updates
 	rejected int      // stale writes refused by the fence check
 	writes   int
@@ -28,6 +29,11 @@ type resource struct {
 func newResource(fenced bool) *resource { return &resource{fenced: fenced} }
 
 func (r *resource) read() int64 {
+	if !r.fenced {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.value
+	}
 	v, _ := r.reg.Read()
 	return v
 }
@@ -36,24 +42,31 @@ func (r *resource) read() int64 {
 // whether the write was applied.
 func (r *resource) write(client int, fence uint64, read int64) bool {
 	var applied bool
+	lostLocked := func(cur int64) {
+		if cur != read {
+			r.lost = append(r.lost, fmt.Sprintf("client %d (fence %d) read %d but the register held %d at its write", client, fence, read, cur))
+		}
+	}
 	apply := func(cur int64) int64 {
 		applied = true
-		if cur != read {
-			r.mu.Lock()
-			r.lost = append(r.lost, fmt.Sprintf("client %d (fence %d) read %d but the register held %d at its write", client, fence, read, cur))
-			r.mu.Unlock()
-		}
+		r.mu.Lock()
+		lostLocked(cur)
+		r.mu.Unlock()
 		return read + 1
 	}
-	if r.fenced {
-		if err := r.reg.Update(fence, apply); err != nil {
-			r.mu.Lock()
-			r.rejected++
-			r.mu.Unlock()
-			return false
-		}
-	} else {
-		_ = r.reg.Update(0, apply) // fence 0 is never stale: unfenced
+	if !r.fenced { // no fence check: every write lands
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		lostLocked(r.value)
+		r.value = read + 1
+		r.writes++
+		return true
+	}
+	if err := r.reg.Update(fence, apply); err != nil {
+		r.mu.Lock()
+		r.rejected++
+		r.mu.Unlock()
+		return false
 	}
 	r.mu.Lock()
 	r.writes++

@@ -191,7 +191,56 @@ func s05(e *env) observation {
 	if cur.Err() != nil {
 		return brokeObs("the new lease was disturbed: %v", cur.Err())
 	}
-	return heldObs("retried release and extension of the old lease left the new lease alone")
+	if e.h.Revoke == nil {
+		return heldObs("retried release and extension of the old lease left the new lease alone")
+	}
+	_ = cur.Release(e.ctx)
+	if bad := staleCallsAfterRevoke(e, l); bad != "" {
+		return brokeObs("%s", bad)
+	}
+	return heldObs("retried release and extension of the old lease left the new lease alone; so did a revoked holder's extension and release")
+}
+
+// staleCallsAfterRevoke: the holder's lock is deleted behind its back and
+// B takes the key; then the holder extends and releases. Where the backend
+// does not tell the holder (Redis), its lease still looks valid, so both
+// calls reach the servers, whose compare-and-extend and compare-and-delete
+// must leave B's lock alone. It returns what went wrong, or "".
+func staleCallsAfterRevoke(e *env, l distlock.Locker) string {
+	key := e.key + "/revoked"
+	a, err := l.TryAcquire(e.ctx, key, distlock.WithTTL(5*e.ttl))
+	if err != nil {
+		e.t.Fatalf("acquire before the revocation: %v", err)
+	}
+	if err := e.h.Revoke(e.ctx, key); err != nil {
+		e.t.Fatalf("revoke: %v", err)
+	}
+	lb, err := e.h.NewLocker(e.ctx, "b")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer lb.Close()
+	b, err := lb.Acquire(withTimeout(e, 3*e.ttl), key, distlock.WithTTL(5*e.ttl))
+	if err != nil {
+		return fmt.Sprintf("DF: nobody acquired after the revocation: %v", err)
+	}
+	defer b.Release(e.ctx)
+	xerr := a.Extend(e.ctx, 5*e.ttl)
+	rerr := a.Release(e.ctx)
+	c := e.local("c")
+	_, cerr := c.Acquire(e.ctx, key, acquireReq{Try: true, TTL: e.ttl})
+	switch {
+	case cerr == nil:
+		_ = c.Release(e.ctx)
+		return fmt.Sprintf("the revoked holder's release (%v) or extension (%v) freed the new holder's key", rerr, xerr)
+	case xerr == nil:
+		return "the revoked holder's extension succeeded while another client held the key"
+	case !errors.Is(rerr, distlock.ErrLeaseLost):
+		return fmt.Sprintf("the revoked holder's release returned %v, want ErrLeaseLost", rerr)
+	case b.Err() != nil:
+		return fmt.Sprintf("the new holder's lease was disturbed: %v", b.Err())
+	}
+	return ""
 }
 
 // s06: two holders on one Locker (one connection/session) exclude each other.

@@ -159,8 +159,33 @@ func s11(e *env) observation {
 		return observation{detail: detail, metrics: m}
 	}
 	m["ln_margin_ms"] = millis(time.Duration(gb.Ret - lostAt))
-	return observation{held: true, detail: fmt.Sprintf("holder notified %v before B's acquire returned; %s", time.Duration(gb.Ret-lostAt).Round(time.Millisecond), detail), metrics: m}
+	if late := lateNotice(e, a, gb); late != "" {
+		return observation{detail: late, metrics: m}
+	}
+	return observation{held: true, detail: fmt.Sprintf("holder knew %v before B's acquire returned; %s", time.Duration(gb.Ret-lostAt).Round(time.Millisecond), detail), metrics: m}
 }
+
+// lateNotice judges the lost-lease notification (LN) of holder a against
+// the acquisition gb of the next holder: Done must close no later than
+// gb returned, give or take lnTolerance. The holder's section already ends
+// at its validity in the history (a live holder knows it); this checks the
+// notification itself, with room for the scheduling delay of the goroutine
+// that watches Done on a loaded machine.
+func lateNotice(e *env, a contender, gb grant) string {
+	l, ok := a.(*local)
+	if !ok {
+		return ""
+	}
+	doneAt := l.DoneAt()
+	if late := time.Duration(doneAt - gb.Ret); doneAt != 0 && late > lnTolerance(e.ttl) {
+		return fmt.Sprintf("LN: Done closed %v after the next holder's acquire returned (tolerance %v)", late.Round(time.Millisecond), lnTolerance(e.ttl))
+	}
+	return ""
+}
+
+// lnTolerance is how late a lost-lease notification may be observed: the
+// larger of 50 ms and TTL/20.
+func lnTolerance(ttl time.Duration) time.Duration { return max(50*time.Millisecond, ttl/20) }
 
 // s33: an operator revokes the lock while it is held: how long until the
 // holder learns it (measured, with automatic extension on).

@@ -92,12 +92,15 @@ func s19(e *env) observation {
 	switch {
 	case !me || !fence:
 		return observation{detail: detail, metrics: m}
-	case berr != nil:
-		return observation{inconclusive: true, detail: fmt.Sprintf("B never acquired through the new majority: %v; %s", oneLine(berr.Error()), detail), metrics: m}
+	case berr != nil: // the majority side must make progress (DF, FT)
+		return observation{detail: fmt.Sprintf("DF: B never acquired through the new majority: %v; %s", oneLine(berr.Error()), detail), metrics: m}
 	case !lost:
 		return observation{detail: "A was never told its lease was lost, yet B acquired; " + detail, metrics: m}
 	}
 	m["ln_margin_ms"] = millis(time.Duration(gb.Ret - lostAt))
+	if late := lateNotice(e, a, gb); late != "" {
+		return observation{detail: late, metrics: m}
+	}
 	return observation{held: true, detail: fmt.Sprintf("%s isolated with A; B acquired %v later, %v after A was told; %s",
 		name, took.Round(time.Millisecond), time.Duration(gb.Ret-lostAt).Round(time.Millisecond), detail), metrics: m}
 }

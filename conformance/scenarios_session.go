@@ -175,7 +175,7 @@ func s32(e *env) observation {
 	}
 	b, err := lb.Acquire(withTimeout(e, 10*e.ttl), e.key, distlock.WithTTL(e.ttl), distlock.WithAutoExtend(time.Hour))
 	if err != nil {
-		return observation{inconclusive: true, detail: fmt.Sprintf("B never acquired after A stalled: %v", err)}
+		return brokeObs("DF: B never acquired within 10 TTLs after A stopped extending: %v", err)
 	}
 	defer b.Release(e.ctx)
 	if err := e.h.GuardedWrite(e.ctx, b, "b"); err != nil {

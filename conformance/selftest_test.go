@@ -54,7 +54,7 @@ func TestSelfTestOraclesBite(t *testing.T) {
 // properties on the correct in-process locker (no false alarms).
 func TestSelfTestCorrectLockerPasses(t *testing.T) {
 	space := memlock.New(nil)
-	h := Harness{Name: "selftest-mem", TTL: 300 * time.Millisecond,
+	h := Harness{Name: "selftest-mem", TTL: time.Second,
 		NewLocker: func(context.Context, string) (distlock.Locker, error) { return space.NewHandle(), nil }}
 	for _, id := range []string{"S01", "S02", "S03", "S04", "S06"} {
 		res := runScenario(t, &h, space.Guarantees(), scenarioByID(t, id))

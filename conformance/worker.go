@@ -45,7 +45,9 @@ type workerResp struct {
 	Sentinel string // which distlock sentinel the error matched
 	Fence    uint64
 	Token    string
-	ValidFor time.Duration // remaining validity when the reply was written
+	// ValidUntil is the lease's validity in unix nanos: worker and parent
+	// share the machine's wall clock, so the pipe's latency is not added.
+	ValidUntil int64
 	Call     int64
 	Ret      int64
 	Lost     bool
@@ -101,7 +103,9 @@ func serveWorker(url string, in io.Reader, out io.Writer) int {
 			g, err := c.Acquire(ctx, req.Key, acquireReq{Try: req.Try, TTL: req.TTL, AutoExtend: req.AutoExtend, RetryMax: req.RetryMax})
 			resp.Err, resp.Sentinel = encodeErr(err)
 			resp.Fence, resp.Token, resp.Call, resp.Ret = g.Fence, g.Token, g.Call, g.Ret
-			resp.ValidFor = time.Until(g.ValidUntil)
+			if err == nil {
+				resp.ValidUntil = g.ValidUntil.UnixNano()
+			}
 		case "release":
 			resp.Lost, resp.LostAt = c.Lost()
 			resp.Call = time.Now().UnixNano()
@@ -158,9 +162,14 @@ func startProcess(t testing.TB, id int, url string, h *History) *process {
 
 func (p *process) ID() int { return p.id }
 
+// call sends one request and reads its reply. A worker that does not
+// answer within the request's timeout plus a minute is killed, so a wedged
+// worker fails its scenario instead of hanging the package.
 func (p *process) call(req workerReq) (workerResp, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	watchdog := time.AfterFunc(max(req.Timeout, time.Second)+time.Minute, func() { _ = p.cmd.Process.Kill() })
+	defer watchdog.Stop()
 	var resp workerResp
 	if err := json.NewEncoder(p.in).Encode(req); err != nil {
 		return resp, fmt.Errorf("worker %d: %w", p.id, err)
@@ -189,7 +198,7 @@ func (p *process) Acquire(ctx context.Context, key string, req acquireReq) (gran
 	p.mu.Lock()
 	p.key = key
 	p.mu.Unlock()
-	return grant{Fence: r.Fence, Token: r.Token, ValidUntil: time.Now().Add(r.ValidFor), Call: r.Call, Ret: r.Ret}, nil
+	return grant{Fence: r.Fence, Token: r.Token, ValidUntil: time.Unix(0, r.ValidUntil), Call: r.Call, Ret: r.Ret}, nil
 }
 
 func (p *process) Lost() (bool, int64) {
