@@ -50,7 +50,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 		t := time.NewTimer(retry.Delay(o.RetryMin, o.RetryMax))
 		select {
 		case <-ctx.Done():
-		case <-l.ctx.Done():
+		case <-l.closing.Done():
 		case <-t.C:
 		}
 		t.Stop()
@@ -162,7 +162,7 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 		switch {
 		case ctx.Err() != nil:
 			return giveUp(ctxErr(ctx, err))
-		case l.ctx.Err() != nil:
+		case l.closing.Fired():
 			return giveUp(errClosed)
 		case s.isDead():
 			return giveUp(errors.Join(ErrSessionExpired, s.err()))
@@ -188,7 +188,7 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 // queue again). It returns an error if ctx ends, the Locker closes or the
 // session dies.
 func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64) (bool, error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(l.ctx))
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(l.closing.Context()))
 	defer cancel()
 	// From read+1, a revision the member has usually not reached: the
 	// watcher is then "synced" and hears the deletion as it commits.
@@ -199,7 +199,7 @@ func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64)
 		select {
 		case <-ctx.Done():
 			return false, errors.Join(distlock.ErrNotAcquired, ctx.Err())
-		case <-l.ctx.Done():
+		case <-l.closing.Done():
 			return false, errClosed
 		case <-s.dead:
 			return false, errors.Join(ErrSessionExpired, s.err())

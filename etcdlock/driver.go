@@ -77,7 +77,7 @@ func (d *driver) reapCheck() {
 	}
 	go func() {
 		defer d.l.wg.Done()
-		if _, err := d.l.deleteEntry(d.l.ctx, d.s, d.key, d.rev); err == nil {
+		if _, err := d.l.deleteEntry(d.l.closing.Context(), d.s, d.key, d.rev); err == nil {
 			d.finish()
 		}
 	}()
@@ -193,7 +193,7 @@ func (l *Locker) abandonRelease(d *driver) {
 	}
 	go func() {
 		defer l.wg.Done()
-		_, _ = l.deleteEntry(l.ctx, d.s, d.key, d.rev)
+		_, _ = l.deleteEntry(l.closing.Context(), d.s, d.key, d.rev)
 		d.finish()
 	}()
 }

@@ -53,6 +53,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/stop"
 )
 
 var errClosed = distlock.ErrClosed
@@ -63,8 +64,7 @@ type Locker struct {
 	ownClient bool // close cli at Close (opened from a URL)
 	opts      Options
 
-	ctx    context.Context // ends at Close
-	cancel context.CancelFunc
+	closing *stop.Signal // fired by Close; background work derives its contexts from it
 
 	mu       sync.Mutex
 	closed   bool
@@ -89,8 +89,7 @@ func New(cli *clientv3.Client, opts *Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Locker{cli: cli, opts: o, ctx: ctx, cancel: cancel,
+	return &Locker{cli: cli, opts: o, closing: stop.New(),
 		sessions: map[time.Duration][]*session{}, held: map[distlock.Lease]*driver{}}, nil
 }
 
@@ -140,7 +139,7 @@ func (l *Locker) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.watchdogs.Close()
-	l.cancel()
+	l.closing.Fire()
 	l.wg.Wait()
 	if l.ownClient {
 		_ = l.cli.Close()
@@ -192,7 +191,7 @@ func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tri
 		select {
 		case <-stop:
 			return maybe, err
-		case <-l.ctx.Done():
+		case <-l.closing.Done():
 			return maybe, errors.Join(errClosed, err)
 		default:
 		}
@@ -304,7 +303,7 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 	}
 	go func() {
 		defer l.wg.Done()
-		l.deleteEntry(l.ctx, s, key, rev)
+		l.deleteEntry(l.closing.Context(), s, key, rev)
 	}()
 }
 

@@ -284,7 +284,7 @@ func (s *session) run() {
 		}
 		t := time.NewTimer(due)
 		select {
-		case <-l.ctx.Done():
+		case <-l.closing.Done():
 			t.Stop()
 			l.mu.Lock()
 			unused := len(s.keys) == 0 && len(s.locks) == 0
@@ -319,19 +319,19 @@ func (s *session) renew() bool {
 		if dl.Before(tdl) {
 			tdl = dl
 		}
-		tctx, cancel := context.WithDeadline(l.ctx, tdl)
+		tctx, cancel := context.WithDeadline(l.closing.Context(), tdl)
 		_, err = l.cli.KeepAliveOnce(tctx, s.id)
 		cancel()
 		switch {
 		case err == nil:
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			err = ErrLeaseNotFound
-		case l.ctx.Err() != nil:
+		case l.closing.Fired():
 			err = errClosedKeepAlive
 		case !time.Now().Before(dl):
 			err = fmt.Errorf("%w: keepalives failed for a TTL (last: %v)", ErrSessionExpired, err)
 		default:
-			sleep(l.ctx, 5*time.Millisecond)
+			sleep(l.closing.Context(), 5*time.Millisecond)
 			continue
 		}
 		break
@@ -370,7 +370,7 @@ func (s *session) sweep() {
 	}
 	l.mu.Unlock()
 	for _, k := range keys {
-		ctx, cancel := context.WithTimeout(l.ctx, l.opts.tryTimeout(s.ttl))
+		ctx, cancel := context.WithTimeout(l.closing.Context(), l.opts.tryTimeout(s.ttl))
 		_, err := l.cli.Delete(ctx, l.etcdKey(k, s))
 		cancel()
 		if err == nil {
@@ -426,7 +426,7 @@ func (l *Locker) revokeLater(id clientv3.LeaseID) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(l.ctx, l.opts.RequestTimeout)
+		ctx, cancel := context.WithTimeout(l.closing.Context(), l.opts.RequestTimeout)
 		defer cancel()
 		_, _ = l.cli.Revoke(ctx, id)
 	}()

@@ -65,6 +65,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/stop"
 	"github.com/distlock/distlock/internal/validity"
 )
 
@@ -77,8 +78,7 @@ type Locker struct {
 	channel  string // this Locker's pub/sub channel
 	fenceKey string
 
-	ctx    context.Context // ends at Close
-	cancel context.CancelFunc
+	closing *stop.Signal // fired by Close; background work derives its contexts from it
 
 	mu         sync.Mutex
 	closed     bool
@@ -114,14 +114,12 @@ func New(addrs []string, opts *Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{
 		quorum:   len(addrs)/2 + 1,
 		opts:     o,
 		channel:  o.Prefix + "distlock:w:" + lease.NewToken(),
 		fenceKey: o.Prefix + "distlock:fence",
-		ctx:      ctx,
-		cancel:   cancel,
+		closing:  stop.New(),
 		waiters:  map[string]*waiter{},
 		slots:    map[string][]chan struct{}{},
 		subUp:    make([]atomic.Bool, len(addrs)),
@@ -173,7 +171,7 @@ func (l *Locker) Close() error {
 	}
 	l.mu.Unlock()
 	l.watchdogs.Close()
-	l.cancel()
+	l.closing.Fire()
 	for _, n := range l.nodes {
 		n.close()
 	}

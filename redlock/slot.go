@@ -43,7 +43,7 @@ func (l *Locker) takeSlot(ctx context.Context, key string) error {
 	case <-ctx.Done():
 		err = errors.Join(distlock.ErrNotAcquired, ctx.Err(),
 			fmt.Errorf("redlock: %q: waiting behind another call of this Locker", key))
-	case <-l.ctx.Done():
+	case <-l.closing.Done():
 		err = distlock.ErrClosed
 	}
 	l.mu.Lock()

@@ -219,7 +219,7 @@ func (l *Locker) leave(key string, w *waiter, ttl time.Duration) {
 	cmd := []string{"EVALSHA", leaveScript.sha, "3", k.lock, k.fence, k.queue, l.channel + "|" + w.id}
 	go func() {
 		defer l.wg.Done()
-		_, conns := l.fanout(l.ctx, time.Now().Add(l.opts.nodeTimeout(ttl)), func(int) [][]string { return [][]string{cmd} }, nil)
+		_, conns := l.fanout(l.closing.Context(), time.Now().Add(l.opts.nodeTimeout(ttl)), func(int) [][]string { return [][]string{cmd} }, nil)
 		l.done(conns)
 	}()
 }
@@ -256,8 +256,8 @@ func (l *Locker) subscribe(i int) {
 	nd := l.nodes[i]
 	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
 	backoff := minBackoff
-	for l.ctx.Err() == nil {
-		c, err := nd.dial(l.ctx, time.Now().Add(l.opts.DialTimeout), true)
+	for !l.closing.Fired() {
+		c, err := nd.dial(l.closing.Context(), time.Now().Add(l.opts.DialTimeout), true)
 		if err == nil {
 			if l.listen(i, c) {
 				backoff = minBackoff
@@ -267,7 +267,7 @@ func (l *Locker) subscribe(i int) {
 		}
 		t := time.NewTimer(backoff)
 		select {
-		case <-l.ctx.Done():
+		case <-l.closing.Done():
 			t.Stop()
 			return
 		case <-t.C:
