@@ -66,15 +66,17 @@ func (l *Locker) NewHandle() *Locker {
 	return &Locker{space: l.space, defaults: l.defaults, watchdogs: new(lease.Group)}
 }
 
-// Guarantees: one process, one clock, no servers to lose.
+// Guarantees: one process, one clock, no servers to lose. Leases end at
+// their TTL like every TTL-based backend's, so a holder goroutine that
+// stalls past its TTL overlaps the next holder (ClockIndependentSafety
+// false): check Done or ValidUntil, or use the fence.
 func (l *Locker) Guarantees() distlock.Guarantees {
 	return distlock.Guarantees{
-		Backend:                "mem",
-		ClockIndependentSafety: true,
-		Fence:                  distlock.FenceMonotonic,
-		FenceScope:             "space (one counter per process-wide space)",
-		PushWakeup:             true,
-		LostNotification:       true,
+		Backend:          "mem",
+		Fence:            distlock.FenceMonotonic,
+		FenceScope:       "space (one counter per process-wide space)",
+		PushWakeup:       true,
+		LostNotification: true,
 	}
 }
 
