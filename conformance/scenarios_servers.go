@@ -306,7 +306,7 @@ func s31(e *env) observation {
 	e.servers(idx, func(s Server) error { return s.Start(e.ctx) }, "start")
 	gb, err := b.Acquire(withTimeout(e, 5*e.ttl), e.key, acquireReq{TTL: e.ttl, RetryMax: 50 * time.Millisecond})
 	if err != nil {
-		return brokeObs("no acquisition after the restart: %v", err)
+		return unrelatedObs("DF: no acquisition after the restart: %v", err)
 	}
 	_ = b.Release(e.ctx)
 	if gb.Fence <= ga.Fence {

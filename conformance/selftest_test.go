@@ -63,3 +63,21 @@ func TestSelfTestCorrectLockerPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestUnrelatedFailureIsABugDespiteDocumentedLimitation: a scenario whose
+// expectation documents a limitation (breaks) still reports a BUG when a
+// different property fails.
+func TestUnrelatedFailureIsABugDespiteDocumentedLimitation(t *testing.T) {
+	sc := scenario{id: "SX", title: "documented limitation", property: "FENCE",
+		expect: func(distlock.Guarantees, *Harness) expectation { return breaks("fences are not durable") },
+		run:    func(*env) observation { return unrelatedObs("DF: nobody acquired") }}
+	space := memlock.New(nil)
+	h := Harness{Name: "selftest-unrelated", NewLocker: func(context.Context, string) (distlock.Locker, error) { return space.NewHandle(), nil }}
+	if res := runScenario(t, &h, space.Guarantees(), sc); res.Verdict != Bug {
+		t.Fatalf("verdict %q (%s), want BUG", res.Verdict, res.Detail)
+	}
+	sc.run = func(*env) observation { return brokeObs("fence went back") }
+	if res := runScenario(t, &h, space.Guarantees(), sc); res.Verdict != BrokenAsDocumented {
+		t.Fatalf("documented break: verdict %q, want %q", res.Verdict, BrokenAsDocumented)
+	}
+}

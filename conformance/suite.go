@@ -27,8 +27,18 @@ func notRun(why string) expectation        { return expectation{kind: "not run",
 type observation struct {
 	held         bool
 	inconclusive bool
-	detail       string
-	metrics      map[string]float64
+	// unrelated marks a failure of a property other than the one a
+	// documented limitation excuses (a scenario expected to break fence
+	// order must still let someone acquire): it is a BUG whatever the
+	// expectation.
+	unrelated bool
+	detail    string
+	metrics   map[string]float64
+}
+
+// unrelatedObs is a failure no documented limitation excuses.
+func unrelatedObs(detail string, args ...any) observation {
+	return observation{unrelated: true, detail: fmt.Sprintf(detail, args...)}
 }
 
 func heldObs(detail string, args ...any) observation {
@@ -105,6 +115,9 @@ func runScenario(t *testing.T, h *Harness, g distlock.Guarantees, sc scenario) R
 		res.Detail = exp.reason + ". " + res.Detail
 	}
 	switch {
+	case obs.unrelated:
+		res.Observed, res.Verdict = "broke", Bug
+		res.Detail += " (not the documented limitation)"
 	case exp.kind == "measure":
 		res.Observed, res.Verdict = "measured", Measured
 		if !obs.held { // a measurement scenario can still catch a safety bug

@@ -48,10 +48,10 @@ type workerResp struct {
 	// ValidUntil is the lease's validity in unix nanos: worker and parent
 	// share the machine's wall clock, so the pipe's latency is not added.
 	ValidUntil int64
-	Call     int64
-	Ret      int64
-	Lost     bool
-	LostAt   int64
+	Call       int64
+	Ret        int64
+	Lost       bool
+	LostAt     int64
 }
 
 var sentinels = []error{distlock.ErrUnavailable, distlock.ErrNotAcquired, distlock.ErrLeaseLost,
