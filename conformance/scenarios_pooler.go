@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,6 +33,9 @@ func s28(e *env) observation {
 	for _, name := range []string{"pooled-a", "pooled-b"} {
 		l, err := distlockOpen(e, e.h.PoolerURL(name))
 		if err != nil {
+			if !errors.Is(err, distlock.ErrInvalidArgument) { // not a deliberate refusal
+				e.t.Fatalf("open through the proxy: %v", err)
+			}
 			return heldObs("refused at open: %v", oneLine(err.Error()))
 		}
 		e.nextID++
@@ -64,6 +68,11 @@ func s28(e *env) observation {
 	how := fmt.Sprintf("%d acquisitions granted through the proxy", granted)
 	if len(refusals) > 0 {
 		how = fmt.Sprintf("%d of %d refused (%s), %d granted", len(refusals), len(refusals)+granted, oneLine(refusals[0].Error()), granted)
+	}
+	for _, err := range refusals {
+		if !errors.Is(err, distlock.ErrInvalidArgument) { // the proxy failed, the backend did not refuse
+			return observation{inconclusive: true, detail: fmt.Sprintf("%s; an acquisition failed without a deliberate refusal: %v", how, oneLine(err.Error())), metrics: m}
+		}
 	}
 	switch {
 	case !me:
