@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -8,11 +9,52 @@ import (
 	"github.com/distlock/distlock"
 )
 
-func (e *env) servers(idx []int, f func(Server) error, what string) {
+// kill, start, pause and unpause apply a fault (or its repair) to the
+// servers idx and record it, so that a scenario that stops early (a
+// Fatalf) still leaves every server running for the next one: see
+// restoreServers, registered by newEnv.
+func (e *env) kill(idx []int)    { e.fault(idx, "kill", Server.Kill, 1) }
+func (e *env) start(idx []int)   { e.fault(idx, "start", Server.Start, -1) }
+func (e *env) pause(idx []int)   { e.fault(idx, "pause", Server.Pause, 2) }
+func (e *env) unpause(idx []int) { e.fault(idx, "unpause", Server.Unpause, -2) }
+
+// fault runs op on each server; state > 0 records the fault (1 killed,
+// 2 paused), < 0 clears it.
+func (e *env) fault(idx []int, what string, op func(Server, context.Context) error, state int) {
 	e.t.Helper()
 	for _, i := range idx {
-		if err := f(e.h.Servers[i]); err != nil {
-			e.t.Fatalf("%s %s: %v", what, e.h.Servers[i].Name(), err)
+		s := e.h.Servers[i]
+		if err := op(s, e.ctx); err != nil {
+			e.t.Fatalf("%s %s: %v", what, s.Name(), err)
+		}
+		e.mu.Lock()
+		if state > 0 {
+			e.down[i] = state
+		} else {
+			delete(e.down, i)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// restoreServers unpauses and restarts whatever the scenario left down.
+func (e *env) restoreServers() {
+	e.mu.Lock()
+	down := e.down
+	e.down = map[int]int{}
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i, state := range down {
+		s := e.h.Servers[i]
+		var err error
+		if state == 2 {
+			err = s.Unpause(ctx)
+		} else {
+			err = s.Start(ctx)
+		}
+		if err != nil {
+			e.t.Errorf("restoring %s after the scenario: %v", s.Name(), err)
 		}
 	}
 }
@@ -28,8 +70,8 @@ func all(n int) []int {
 // s13: a tolerated minority of servers is killed: acquire and release keep
 // working within a bound.
 func s13(e *env) observation {
-	e.servers(e.h.Minority, func(s Server) error { return s.Kill(e.ctx) }, "kill")
-	defer e.servers(e.h.Minority, func(s Server) error { return s.Start(e.ctx) }, "start")
+	e.kill(e.h.Minority)
+	defer e.start(e.h.Minority)
 	a := e.local("a")
 	var worst time.Duration
 	for i := 0; i < 5; i++ {
@@ -52,11 +94,11 @@ func s13(e *env) observation {
 // prompt error, and recovery after the servers come back.
 func s14(e *env) observation {
 	a := e.local("a")
-	e.servers(e.h.Majority, func(s Server) error { return s.Kill(e.ctx) }, "kill")
+	e.kill(e.h.Majority)
 	start := time.Now()
 	_, err := a.Acquire(withTimeout(e, 2*e.ttl), e.key, acquireReq{Try: true, TTL: e.ttl})
 	took := time.Since(start)
-	e.servers(e.h.Majority, func(s Server) error { return s.Start(e.ctx) }, "start")
+	e.start(e.h.Majority)
 	if err == nil {
 		_ = a.Release(e.ctx)
 		return brokeObs("granted with a majority of servers down")
@@ -78,7 +120,7 @@ func s15(e *env) observation {
 	if _, err := a.Acquire(e.ctx, e.key, acquireReq{TTL: e.ttl, AutoExtend: time.Hour}); err != nil {
 		e.t.Fatalf("acquire: %v", err)
 	}
-	e.servers(e.h.Majority, func(s Server) error { return s.Pause(e.ctx) }, "pause")
+	e.pause(e.h.Majority)
 	var wg sync.WaitGroup
 	var berr error
 	wg.Add(1)
@@ -92,7 +134,7 @@ func s15(e *env) observation {
 		}
 	}()
 	sleepCtx(e.ctx, 2*e.ttl)
-	e.servers(e.h.Majority, func(s Server) error { return s.Unpause(e.ctx) }, "unpause")
+	e.unpause(e.h.Majority)
 	wg.Wait()
 	_ = a.Release(e.ctx)
 	me, detail := e.checkME()
@@ -109,8 +151,8 @@ func restartWhileHeld(e *env, idx []int) observation {
 	if _, err := a.Acquire(e.ctx, e.key, acquireReq{TTL: 10 * e.ttl}); err != nil {
 		e.t.Fatalf("acquire: %v", err)
 	}
-	e.servers(idx, func(s Server) error { return s.Kill(e.ctx) }, "kill")
-	e.servers(idx, func(s Server) error { return s.Start(e.ctx) }, "start")
+	e.kill(idx)
+	e.start(idx)
 	me, detail := e.takeOver(a, b, 3*e.ttl, nil)
 	return observation{held: me, detail: detail}
 }
@@ -166,8 +208,8 @@ func bareMajorityRestart(e *env) observation {
 		e.t.Fatalf("acquire on a bare majority: %v", err)
 	}
 	restarted := e.h.Majority[0]
-	e.servers([]int{restarted}, func(s Server) error { return s.Kill(e.ctx) }, "kill")
-	e.servers([]int{restarted}, func(s Server) error { return s.Start(e.ctx) }, "start")
+	e.kill([]int{restarted})
+	e.start([]int{restarted})
 	for _, i := range e.h.Majority[1:] {
 		bLinks[i].Blackhole()
 	}
@@ -302,8 +344,8 @@ func s31(e *env) observation {
 	}
 	_ = a.Release(e.ctx)
 	idx := all(len(e.h.Servers))
-	e.servers(idx, func(s Server) error { return s.Kill(e.ctx) }, "kill")
-	e.servers(idx, func(s Server) error { return s.Start(e.ctx) }, "start")
+	e.kill(idx)
+	e.start(idx)
 	gb, err := b.Acquire(withTimeout(e, 5*e.ttl), e.key, acquireReq{TTL: e.ttl, RetryMax: 50 * time.Millisecond})
 	if err != nil {
 		return unrelatedObs("DF: no acquisition after the restart: %v", err)

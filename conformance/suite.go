@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,16 +152,21 @@ type env struct {
 	fenced  *resource // fenced: FSAFE oracle
 	nextID  int
 	clients []contender
+
+	mu   sync.Mutex
+	down map[int]int // servers a fault left killed (1) or paused (2)
 }
 
 func newEnv(t *testing.T, h *Harness, g distlock.Guarantees, id string) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return &env{
+	e := &env{
 		t: t, h: h, g: g, ctx: ctx, ttl: h.ttl(), hist: &History{},
 		key:   fmt.Sprintf("conformance/%s/%s/%d/%d", h.Name, id, time.Now().UnixNano(), keySeq.Add(1)),
-		plain: newResource(false), fenced: newResource(true),
+		plain: newResource(false), fenced: newResource(true), down: map[int]int{},
 	}
+	t.Cleanup(e.restoreServers) // runs before the cancel above: cleanups run last-in first-out
+	return e
 }
 
 // local opens an in-process contender with its own Locker.
