@@ -55,6 +55,7 @@ func TestEtcd(t *testing.T) {
 	}
 	conformance.Run(t, conformance.Harness{
 		Name: "E3",
+		Spec: "E3",
 		TTL:  2 * time.Second,
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			l, err := distlock.Open(ctx, url(client))

@@ -42,6 +42,7 @@ func TestPostgres(t *testing.T) {
 	}
 	conformance.Run(t, conformance.Harness{
 		Name: "PG",
+		Spec: "PG",
 		TTL:  time.Second,
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			return distlock.Open(ctx, url(client))

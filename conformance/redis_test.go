@@ -21,6 +21,7 @@ func TestRedisSingle(t *testing.T) {
 	url := func(client string) string { return "redis://" + primary.Link(client).Addr() + "/0" }
 	conformance.Run(t, conformance.Harness{
 		Name: "R1",
+		Spec: "R1",
 		TTL:  time.Second,
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			return distlock.Open(ctx, url(client))

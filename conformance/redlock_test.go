@@ -64,6 +64,7 @@ func redlockHarness(t *testing.T, name string, opts testbed.RedisOptions) confor
 	}
 	return conformance.Harness{
 		Name: name,
+		Spec: "R5",
 		TTL:  time.Second,
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			return distlock.Open(ctx, url(client))

@@ -38,6 +38,7 @@ type Result struct {
 	Scenario string
 	Title    string
 	Property string
+	Spec     string `json:",omitempty"` // the CONFORMANCE.md cell, where it differs from Expected
 	Expected string // "holds", "breaks", "measure" or "n/a"
 	Observed string // "held", "broke", "inconclusive", or the measurement
 	Verdict  Verdict
@@ -170,10 +171,17 @@ func writeMatrix(dir string) error {
 		fmt.Fprintf(&sb, "### %s\n\n", r.Backend)
 		for _, res := range r.Results {
 			if res.Verdict == NotApplicable || res.Verdict == NotRun {
-				fmt.Fprintf(&sb, "- %s %s: %s\n", res.Scenario, res.Verdict, res.Detail)
+				fmt.Fprintf(&sb, "- %s %s: %s", res.Scenario, res.Verdict, res.Detail)
+				if res.Spec != "" {
+					fmt.Fprintf(&sb, " [%s]", res.Spec)
+				}
+				sb.WriteString("\n")
 				continue
 			}
 			fmt.Fprintf(&sb, "- %s %s (%.1fs): %s", res.Scenario, res.Verdict, res.Seconds, oneLine(res.Detail))
+			if res.Spec != "" {
+				fmt.Fprintf(&sb, " [%s]", res.Spec)
+			}
 			if len(res.Metrics) > 0 {
 				keys := make([]string, 0, len(res.Metrics))
 				for k := range res.Metrics {

@@ -81,3 +81,28 @@ func TestUnrelatedFailureIsABugDespiteDocumentedLimitation(t *testing.T) {
 		t.Fatalf("documented break: verdict %q, want %q", res.Verdict, BrokenAsDocumented)
 	}
 }
+
+// TestExpectationWeakerThanSpecIsABug: where CONFORMANCE.md says OK for
+// the harness's column, a backend whose Guarantees make the suite expect
+// a break fails the run unless the deviation is documented; a coverage
+// gap or a documented deviation is noted in the report instead.
+func TestExpectationWeakerThanSpecIsABug(t *testing.T) {
+	space := memlock.New(nil)
+	h := Harness{Name: "selftest-spec", Spec: "E3", NewLocker: func(context.Context, string) (distlock.Locker, error) { return space.NewHandle(), nil }}
+	sc := scenario{id: "S16", title: "restart", property: "ME",
+		expect: func(distlock.Guarantees, *Harness) expectation { return breaks("lock state is not durable") },
+		run:    func(*env) observation { return brokeObs("overlap after the restart") }}
+	if res := runScenario(t, &h, space.Guarantees(), sc); res.Verdict != Bug || !strings.Contains(res.Detail, "CONFORMANCE.md") {
+		t.Fatalf("E3 expected to break S16: verdict %q (%s), want BUG", res.Verdict, res.Detail)
+	}
+	h.Spec = "R1" // the spec says BREAKS there: a documented limitation
+	if res := runScenario(t, &h, space.Guarantees(), sc); res.Verdict != BrokenAsDocumented || res.Spec != "" {
+		t.Fatalf("R1 S16: verdict %q spec %q", res.Verdict, res.Spec)
+	}
+	if note, problem := checkSpec(&Harness{Spec: "PG"}, "S08", "breaks"); problem != "" || !strings.Contains(note, "deviates") {
+		t.Fatalf("documented deviation: note %q problem %q", note, problem)
+	}
+	if note, problem := checkSpec(&Harness{Spec: "Z3"}, "S18", "n/a"); problem != "" || !strings.Contains(note, "not covered") {
+		t.Fatalf("coverage gap: note %q problem %q", note, problem)
+	}
+}

@@ -99,6 +99,12 @@ func runScenario(t *testing.T, h *Harness, g distlock.Guarantees, sc scenario) R
 	res := Result{Backend: h.Name, Scenario: sc.id, Title: sc.title, Property: sc.property}
 	exp := sc.expect(g, h)
 	res.Expected = exp.kind
+	if note, problem := checkSpec(h, sc.id, exp.kind); problem != "" {
+		res.Verdict, res.Observed, res.Detail = Bug, "-", problem
+		return res
+	} else if note != "" {
+		res.Spec = note
+	}
 	switch exp.kind {
 	case "n/a":
 		res.Verdict, res.Observed, res.Detail = NotApplicable, "-", exp.reason

@@ -218,6 +218,7 @@ func TestZooKeeper(t *testing.T) {
 	guarded := func(key string) string { return "/distlock-guarded/" + path.Base(admin.Path(key)) }
 	conformance.Run(t, conformance.Harness{
 		Name: "Z3",
+		Spec: "Z3",
 		TTL:  2 * time.Second,
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			l, err := distlock.Open(ctx, url(client))
