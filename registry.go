@@ -65,8 +65,19 @@ func Open(ctx context.Context, rawURL string) (Locker, error) {
 	opener := registry.openers[scheme]
 	registry.RUnlock()
 	if opener == nil {
+		imp := "github.com/distlock/distlock/all"
+		if pkg, ok := schemePackages[scheme]; ok {
+			imp = "github.com/distlock/distlock/" + pkg
+		}
 		return nil, fmt.Errorf("%w: unknown scheme %q (forgotten import? add import _ %q; registered: %v)",
-			ErrInvalidArgument, scheme, "github.com/distlock/distlock/all", Schemes())
+			ErrInvalidArgument, scheme, imp, Schemes())
 	}
 	return opener(ctx, u)
+}
+
+// schemePackages names the package that registers each built-in scheme,
+// so that Open's error for an unregistered one names the import to add.
+var schemePackages = map[string]string{
+	"mem": "memlock", "redis": "redissingle", "rediss": "redissingle", "redlock": "redlock",
+	"postgres": "pgadvisory", "postgresql": "pgadvisory", "etcd": "etcdlock", "zk": "zklock",
 }

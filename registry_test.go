@@ -16,6 +16,10 @@ func TestOpenUnknownSchemeNamesTheImport(t *testing.T) {
 	if !errors.Is(err, distlock.ErrInvalidArgument) || !strings.Contains(err.Error(), "github.com/distlock/distlock/all") {
 		t.Fatalf("got %v", err)
 	}
+	// The root package registers nothing: a built-in scheme names its own package.
+	if _, err := distlock.Open(context.Background(), "etcd://h:2379"); !errors.Is(err, distlock.ErrInvalidArgument) || !strings.Contains(err.Error(), `"github.com/distlock/distlock/etcdlock"`) {
+		t.Fatalf("etcd without its import: %v", err)
+	}
 	if _, err := distlock.Open(context.Background(), "no-scheme"); !errors.Is(err, distlock.ErrInvalidArgument) {
 		t.Fatalf("no scheme: %v", err)
 	}

@@ -58,7 +58,7 @@ func (l *Locker) newWaiter(o distlock.Options) *waiter {
 }
 
 // attempt is one turn of Acquire's loop, which never sleeps on its own
-// (Acquire gives retry.Acquire an hour-long retry delay): every turn that
+// (Acquire runs it through retry.AcquirePushOnly): every turn that
 // does not return a lease arms w's timer for the next turn. A queued
 // waiter whose subscription has stayed up since its last request answers
 // locally until a hand-off arrives or pollAt passes (the holder's TTL, at
