@@ -188,13 +188,18 @@ func (l *Lease) onExpiry() {
 		l.mu.Unlock()
 		return
 	}
-	cause := ErrExpired
-	if l.capped {
-		cause = ErrMaxHold
-	}
-	ended := l.finishLocked(errors.Join(distlock.ErrLeaseLost, cause, l.renewErr))
+	ended := l.finishLocked(errors.Join(distlock.ErrLeaseLost, l.expiryCauseLocked(), l.renewErr))
 	l.mu.Unlock()
 	l.ended(ended)
+}
+
+// expiryCauseLocked says why a lease whose validity passed ended: the
+// watchdog stopped at MaxHold, or it simply was not extended in time.
+func (l *Lease) expiryCauseLocked() error {
+	if l.capped {
+		return ErrMaxHold
+	}
+	return ErrExpired
 }
 
 // Extend implements distlock.Lease.
@@ -219,7 +224,7 @@ func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.mu.Lock()
 	if l.err == nil && !time.Now().Before(l.validUntil) {
-		ended := l.finishLocked(errors.Join(distlock.ErrLeaseLost, ErrExpired, l.renewErr))
+		ended := l.finishLocked(errors.Join(distlock.ErrLeaseLost, l.expiryCauseLocked(), l.renewErr))
 		l.mu.Unlock()
 		l.ended(ended)
 		return l.Err()
