@@ -163,12 +163,14 @@ func (l *Locker) Close() error {
 	}
 	l.closed = true
 	close(l.closing)
-	l.watchdogs.Close()
 	sessions := make([]*session, 0, len(l.sessions))
 	for _, s := range l.sessions {
 		sessions = append(sessions, s)
 	}
 	l.mu.Unlock()
+	// Not under l.mu: a watchdog in the middle of an extension needs it
+	// (enter) to finish, and this waits for the watchdog.
+	l.watchdogs.Close()
 	for _, s := range sessions {
 		s.close()
 	}
