@@ -110,6 +110,12 @@ func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (d
 			l.abandon(s, key, 0)
 			return nil, unavailable("enqueue", errors.New("entry vanished"))
 		}
+		if string(mine[0].Value) != token {
+			// Not an earlier try of this call: the session's entry for the
+			// key is someone else's (the reservation should prevent it).
+			// Touch nothing; the key stays reserved on this session.
+			return nil, unavailable("enqueue", fmt.Errorf("session entry %s belongs to another acquisition", my))
+		}
 		rev = mine[0].CreateRevision
 		if first := resp.Responses[1].GetResponseRange().Kvs; len(first) > 0 && first[0].CreateRevision != rev {
 			pred = &entry{string(first[0].Key), 0} // some entry is ahead: read the one just ahead

@@ -26,6 +26,37 @@ type driver struct {
 	ls       *lease.Lease
 	reap     *time.Timer // fires after the lock's own validity
 	finished bool        // detached from the session
+
+	// deleting holds one token while the entry is being deleted: the
+	// reaper, Release and the background retry of a failed Release take
+	// turns, and none deletes after another has (see deleteOnce).
+	deleting chan struct{}
+}
+
+// deleteOnce deletes the entry and frees its key on the session, unless
+// that has already been done (d.finished): a second deletion would free
+// the key again, when by then it may be reserved by a newer acquisition
+// of the same key on the same session, which the next Acquire would then
+// adopt as its own (two holders, one fence). It reports whether the entry
+// was ours when this call deleted it.
+func (d *driver) deleteOnce(ctx context.Context) (bool, error) {
+	select {
+	case d.deleting <- struct{}{}:
+		defer func() { <-d.deleting }()
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	d.mu.Lock()
+	done := d.finished
+	d.mu.Unlock()
+	if done {
+		return false, nil // deleted already (the reaper, or a retry)
+	}
+	ours, err := d.l.deleteEntry(ctx, d.s, d.key, d.rev)
+	if err == nil {
+		d.finish()
+	}
+	return ours, err
 }
 
 // attach registers the lock with its session (which tells it when the
@@ -77,9 +108,7 @@ func (d *driver) reapCheck() {
 	}
 	go func() {
 		defer d.l.wg.Done()
-		if _, err := d.l.deleteEntry(d.l.closing.Context(), d.s, d.key, d.rev); err == nil {
-			d.finish()
-		}
+		_, _ = d.deleteOnce(d.l.closing.Context()) // on failure, Release tries again
 	}()
 }
 
@@ -173,12 +202,11 @@ func (d *driver) Release(ctx context.Context) error {
 	defer d.l.wg.Done()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ours, err := d.l.deleteEntry(cctx, d.s, d.key, d.rev)
+	ours, err := d.deleteOnce(cctx)
 	if err != nil {
 		d.l.abandonRelease(d)
 		return unavailable("release", err)
 	}
-	d.finish()
 	if !ours {
 		return ErrKeyGone
 	}
@@ -193,7 +221,7 @@ func (l *Locker) abandonRelease(d *driver) {
 	}
 	go func() {
 		defer l.wg.Done()
-		_, _ = l.deleteEntry(l.closing.Context(), d.s, d.key, d.rev)
-		d.finish()
+		_, _ = d.deleteOnce(l.closing.Context())
+		d.finish() // deleted, or the Locker closed: either way, done with it
 	}()
 }

@@ -258,6 +258,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 			}
 			return nil, fmt.Errorf("%w: etcdlock: %q is held", distlock.ErrNotAcquired, key)
 		}
+		if string(kvs[0].Value) != token { // the session's entry, but not this call's
+			return nil, unavailable("acquire", fmt.Errorf("session entry %s belongs to another acquisition", my))
+		}
 		rev = kvs[0].CreateRevision // an earlier try of ours created it
 	}
 	if maybe {
@@ -277,7 +280,7 @@ func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int6
 	if sd := s.deadlineNow(); sd.Before(vu) {
 		vu = sd
 	}
-	d := &driver{l: l, s: s, key: key, my: my, rev: rev, ttl: o.TTL}
+	d := &driver{l: l, s: s, key: key, my: my, rev: rev, ttl: o.TTL, deleting: make(chan struct{}, 1)}
 	ls, err := lease.Grant(ctx, lease.Config{
 		Key: key, Token: token, Fence: uint64(rev), Start: start, ValidUntil: vu,
 		Options: o, Driver: d, Group: &l.watchdogs,
