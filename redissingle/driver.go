@@ -20,7 +20,9 @@ type scripter interface {
 }
 
 // ms converts a duration to whole milliseconds, at least 1.
-func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+// ms renders d in whole milliseconds for PX/PEXPIRE, rounded up, so the
+// key lives at least as long as the validity computed from d.
+func ms(d time.Duration) int64 { return max(int64((d+time.Millisecond-1)/time.Millisecond), 1) }
 
 // runInt runs script s over keys and returns its integer reply.
 func (l *Locker) runInt(ctx context.Context, c scripter, s *redis.Script, keys []string, args ...any) (int64, error) {

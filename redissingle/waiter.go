@@ -10,7 +10,6 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
 	"github.com/distlock/distlock/internal/retry"
-	"github.com/distlock/distlock/internal/validity"
 )
 
 // errQueued is the attempt error of a waiter that is queued on the server
@@ -29,11 +28,10 @@ type waiter struct {
 	handoff uint64
 
 	// Owned by the Acquire call.
-	queued  bool        // our entry may be queued, or the key ours unbeknownst to us
-	gen     uint64      // subscription generation that covered our last request; 0: none
-	pollAt  time.Time   // when to ask the server again even without a wake-up
-	notHeld time.Time   // send time of the last request that found the key held by another
-	timer   *time.Timer // wakes ch for the next turn
+	queued bool        // our entry may be queued, or the key ours unbeknownst to us
+	gen    uint64      // subscription generation that covered our last request; 0: none
+	pollAt time.Time   // when to ask the server again even without a wake-up
+	timer  *time.Timer // wakes ch for the next turn
 }
 
 func (w *waiter) wake() {
@@ -113,7 +111,7 @@ func (l *Locker) attempt(ctx context.Context, k keySet, key string, w *waiter, o
 		}
 		return ls, err
 	}
-	w.queued, w.gen, w.notHeld = true, gen, start
+	w.queued, w.gen = true, gen
 	if gen != 0 {
 		w.pollAt = start.Add(pollWait(a.pttl, l.opts.PollInterval))
 		w.arm(time.Until(w.pollAt))
@@ -144,26 +142,23 @@ func pollWait(pttl int64, limit time.Duration) time.Duration {
 	return min(time.Duration(pttl+1)*time.Millisecond, limit)
 }
 
-// takeHandoff turns a hand-off notification into a lease. The key was set
-// for o.TTL by a release that ran after the server answered our last
-// "held" reply, so validity counts from that request's send time. If that
-// leaves less than half the TTL (a long wait), or replicas must
-// acknowledge, the key is first re-armed from now.
+// takeHandoff turns a hand-off notification into a lease. The key is
+// first re-armed from now with a compare-and-PEXPIRE on our token, and
+// validity counts from that request: a notification can be stale (read
+// after a process pause, when the key handed to us has expired and
+// another client holds it), so no validity may be inferred from when the
+// notification or an earlier "held" reply arrived.
 func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waiter, fence uint64, o distlock.Options) (distlock.Lease, error) {
-	start := w.notHeld
-	if start.IsZero() || l.opts.WaitReplicas > 0 ||
-		time.Until(validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL))) < o.TTL/2 {
-		start = time.Now()
-		held, err := l.confirm(ctx, k, w.token, o.TTL)
-		if err != nil {
-			var re *ReplicationError
-			w.queued, w.gen = !errors.As(err, &re), 0
-			return nil, err
-		}
-		if !held {
-			w.queued = false // popped by the hand-off: queue again
-			return nil, fmt.Errorf("%w: key %q: the hand-off expired before it was taken", distlock.ErrNotAcquired, key)
-		}
+	start := time.Now()
+	held, err := l.confirm(ctx, k, w.token, o.TTL)
+	if err != nil {
+		var re *ReplicationError
+		w.queued, w.gen = !errors.As(err, &re), 0
+		return nil, err
+	}
+	if !held {
+		w.queued = false // popped by the hand-off: queue again
+		return nil, fmt.Errorf("%w: key %q: the hand-off expired before it was taken", distlock.ErrNotAcquired, key)
 	}
 	ls, err := l.grant(ctx, k, key, w.token, fence, start, o)
 	if err != nil {
