@@ -50,6 +50,7 @@ type session struct {
 	want  atomic.Bool   // a request waits for the connection: the monitor exits
 	timer *time.Timer   // starts the next monitor run; guarded by mu
 	done  chan struct{} // closed when that run has exited; guarded by mu
+	armed bool          // timer is set and not yet taken back; guarded by mu
 
 	vmu        sync.Mutex
 	validUntil time.Time
@@ -74,7 +75,7 @@ func (l *Locker) startSession(c *conn, key string, id int64, pid uint32, validUn
 // arm schedules the next monitor run. s.mu is held.
 func (s *session) arm() {
 	done := make(chan struct{})
-	s.done = done
+	s.done, s.armed = done, true
 	s.timer = time.AfterFunc(monitorDelay, func() { s.monitor(done) })
 }
 
@@ -175,7 +176,11 @@ func (s *session) lostCause() error {
 // and waited for. It returns false if the session is over (the monitor
 // ended it). s.mu is held.
 func (s *session) take() bool {
-	if !s.timer.Stop() {
+	// Not armed: the connection is ours already (a failed heartbeat ended
+	// the session without handing it back); there is no run to wait for.
+	armed := s.armed
+	s.armed = false
+	if armed && !s.timer.Stop() {
 		s.want.Store(true)
 		_ = s.nc.SetReadDeadline(time.Now())
 		<-s.done
