@@ -209,7 +209,11 @@ func (l *Locker) keysFor(key string) keys {
 }
 
 // ms formats a duration as whole milliseconds, at least 1.
-func ms(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
+// ms renders d in whole milliseconds for PX/PEXPIRE, rounded up, so the
+// key lives at least as long as the validity computed from d.
+func ms(d time.Duration) string {
+	return strconv.FormatInt(max(int64((d+time.Millisecond-1)/time.Millisecond), 1), 10)
+}
 
 // TryAcquire implements distlock.Locker: one multiplexed round trip to
 // every node. On failure the error is a *QuorumError naming each node's

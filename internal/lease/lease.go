@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/validity"
 )
 
 // Causes joined with distlock.ErrLeaseLost in Err.
@@ -234,11 +235,17 @@ func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
+	sent := time.Now()
 	vu, err := l.driver.Extend(ctx, ttl)
 	if err != nil {
 		if errors.Is(err, distlock.ErrLeaseLost) {
 			l.Lose(err)
+			return err
 		}
+		// Outcome unknown: some servers may have applied the new TTL, which
+		// may be shorter than what was left. Keep only the validity both
+		// outcomes allow.
+		l.capValidity(validity.Until(sent, ttl, validity.DefaultDrift(ttl)))
 		return err
 	}
 	l.mu.Lock()
@@ -249,6 +256,18 @@ func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
 	l.validUntil = vu
 	l.expiry.Reset(time.Until(vu))
 	return nil
+}
+
+// capValidity lowers the validity to at most vu (never raises it); the
+// expiry timer fires at once if vu has passed.
+func (l *Lease) capValidity(vu time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || !vu.Before(l.validUntil) {
+		return
+	}
+	l.validUntil = vu
+	l.expiry.Reset(time.Until(vu))
 }
 
 // Release implements distlock.Lease.

@@ -166,3 +166,27 @@ func TestGroupCloseStopsAndJoinsWatchdogs(t *testing.T) {
 	}
 	g.Close() // idempotent
 }
+
+// TestUnknownExtendOutcomeCapsValidity: an extension to a shorter TTL that
+// fails without a definite answer may still have been applied by the
+// servers, so the lease keeps only the validity both outcomes allow (and
+// its expiry timer fires then).
+func TestUnknownExtendOutcomeCapsValidity(t *testing.T) {
+	d := &scripted{extendErr: errors.Join(distlock.ErrUnavailable, errors.New("reply timed out"))}
+	l := newLease(d, opts(time.Hour, false, time.Hour))
+	before := time.Now()
+	if err := l.Extend(context.Background(), 80*time.Millisecond); !errors.Is(err, distlock.ErrUnavailable) {
+		t.Fatalf("extend: %v", err)
+	}
+	if vu := l.ValidUntil(); vu.After(before.Add(80 * time.Millisecond)) {
+		t.Fatalf("ValidUntil %v after the request, beyond the 80ms the servers may have applied", vu.Sub(before))
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(time.Second):
+		t.Fatal("lease not ended at the capped validity")
+	}
+	if !errors.Is(l.Err(), ErrExpired) {
+		t.Fatalf("Err = %v", l.Err())
+	}
+}
