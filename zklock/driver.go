@@ -85,7 +85,7 @@ func (d *driver) checkExpiry() {
 	d.cleaned = true
 	d.mu.Unlock()
 	d.s.unhold(d)
-	d.l.cleanup(task{s: d.s, sid: d.sid, path: d.path})
+	d.l.cleanup(task{s: d.s, path: d.path})
 }
 
 // Extend implements lease.Driver: it checks that the lock node still
@@ -139,20 +139,20 @@ func (d *driver) Release(ctx context.Context) error {
 		}
 	}
 	if isClosed(d.ended) {
-		d.l.cleanup(task{s: d.s, sid: d.sid, path: d.path}) // a presumed expiry: the session may live on
+		d.l.cleanup(task{s: d.s, path: d.path}) // a presumed expiry: the session may live on
 		return d.lost(d.s.why(d.ended))
 	}
 	_, err := call(d.l, ctx, func() (struct{}, error) { return struct{}{}, d.s.conn.Delete(d.path, -1) },
 		func(_ struct{}, err error) {
 			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				d.l.cleanup(task{s: d.s, sid: d.sid, path: d.path})
+				d.l.cleanup(task{s: d.s, path: d.path})
 			}
 		})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return d.lost(ErrNodeDeleted)
 	case err != nil && ctx.Err() == nil:
-		d.l.cleanup(task{s: d.s, sid: d.sid, path: d.path})
+		d.l.cleanup(task{s: d.s, path: d.path})
 		return wrap("release", err)
 	case err != nil:
 		return wrap("release", err)

@@ -65,7 +65,6 @@ const cleanupTimeout = time.Second
 // needed while the server session sid lives: its nodes die with it.
 type task struct {
 	s            *session
-	sid          int64
 	path         string
 	parent, guid string
 	next         time.Time
@@ -138,13 +137,15 @@ func (l *Locker) runJanitor() {
 	}
 }
 
-// clean makes one try at t and reports whether it is done.
+// clean makes one try at t and reports whether it is done. It does not
+// give up when the session that sent the create has been replaced: a
+// create still queued in go-zookeeper when the connection dropped is sent
+// on the next session and can succeed there, leaving a node at the head
+// of the key's queue for that session's whole life. The node's GUID is
+// unique to the attempt, so finding and deleting it on any session is
+// safe; a node that went with its session is simply not found.
 func (l *Locker) clean(t *task) bool {
-	sid, connected := t.s.current()
-	switch {
-	case sid != t.sid:
-		return true // the session that owned the node is gone, and the node with it
-	case !connected:
+	if _, connected := t.s.current(); !connected {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)

@@ -72,7 +72,7 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 			// sees the node if the create took effect (forget also runs
 			// when the request returns, which can take until go-zookeeper
 			// gives the connection up).
-			l.cleanup(task{s: s, sid: v.sid, parent: parent, guid: token})
+			l.cleanup(task{s: s, parent: parent, guid: token})
 			return "", wrap("create", err)
 		default:
 			l.forget(s, v.sid, parent, token, "", err)
@@ -86,9 +86,9 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 func (l *Locker) forget(s *session, sid int64, parent, guid, p string, err error) {
 	switch {
 	case err == nil:
-		l.cleanup(task{s: s, sid: sid, path: p})
+		l.cleanup(task{s: s, path: p})
 	case errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionMoved):
-		l.cleanup(task{s: s, sid: sid, parent: parent, guid: guid})
+		l.cleanup(task{s: s, parent: parent, guid: guid})
 	}
 }
 
@@ -128,7 +128,7 @@ func (l *Locker) remove(ctx context.Context, s *session, v view, own string) {
 			return
 		}
 	}
-	l.cleanup(task{s: s, sid: v.sid, path: own})
+	l.cleanup(task{s: s, path: own})
 }
 
 // ownNode is the result of the watched read of our own node.
