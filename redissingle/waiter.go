@@ -157,12 +157,15 @@ func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waite
 		return nil, err
 	}
 	if !held {
-		w.queued = false // popped by the hand-off: queue again
+		// Popped by the hand-off, but a poll may have put the entry back:
+		// stay "queued" so the next turn polls, which re-adds the entry
+		// only if it is missing (acquireLua's RPUSHX would add a second).
+		w.queued, w.gen = true, 0 // gen 0: poll at once, do not wait for a push
 		return nil, fmt.Errorf("%w: key %q: the hand-off expired before it was taken", distlock.ErrNotAcquired, key)
 	}
 	ls, err := l.grant(ctx, k, key, w.token, fence, start, o)
 	if err != nil {
-		w.queued, w.gen = false, 0
+		w.queued, w.gen = true, 0 // as above: the next turn polls
 	}
 	return ls, err
 }
