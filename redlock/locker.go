@@ -15,7 +15,14 @@
 // ttl x DriftFactor + DriftFixed) is still positive; the lease's ValidUntil
 // is start + ttl - drift. Otherwise every node that may hold the key (all
 // that took it, timed out or failed; not those held by someone else) is
-// unlocked, and a blocking Acquire tries again. Release is a
+// unlocked, and a blocking Acquire tries again. A node that did not
+// answer within the node timeout is unlocked whatever the outcome: the
+// unlock is pipelined behind the unanswered request on the same
+// connection, so a SET that arrives late can never outlive the attempt
+// there. The price: a lease granted while some nodes were slow rests on
+// the nodes that answered in time (at least a majority), so while it is
+// held, fewer further failures are tolerated for its Extend and Release
+// than Guarantees.ToleratedFailures says for acquisitions. Release is a
 // compare-and-delete on all nodes; Extend a compare-and-PEXPIRE on all
 // nodes, which never re-creates a key, confirmed by a majority within the
 // remaining validity.
