@@ -114,9 +114,12 @@ func s10(e *env) observation {
 	var g grant
 	var err error
 	var lat time.Duration
-	for _, lat = range []time.Duration{e.ttl / 3, e.ttl / 100} {
+	// Each step on its own key: a refused step's clean-up (unlocks
+	// pipelined behind its requests) may still be crossing the slow link.
+	for step, l := range []time.Duration{e.ttl / 3, e.ttl / 100} {
+		lat = l
 		link.SetLatency(lat)
-		if g, err = a.Acquire(withTimeout(e, 5*e.ttl), e.key, acquireReq{Try: true, TTL: e.ttl}); err == nil {
+		if g, err = a.Acquire(withTimeout(e, 5*e.ttl), fmt.Sprintf("%s/%d", e.key, step), acquireReq{Try: true, TTL: e.ttl}); err == nil {
 			break
 		}
 	}
