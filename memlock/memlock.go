@@ -36,7 +36,7 @@ func init() {
 		if u.Path != "" && u.Path != "/" {
 			return nil, fmt.Errorf("%w: mem URL takes a name as host (mem://NAME), not a path", distlock.ErrInvalidArgument)
 		}
-		return &Locker{space: sharedSpace(u.Host), defaults: opts, watchdogs: new(lease.Group)}, nil
+		return &Locker{space: sharedSpace(u.Host), defaults: opts}, nil
 	})
 }
 
@@ -45,7 +45,7 @@ type Locker struct {
 	space     *space
 	defaults  distlock.Options
 	closed    atomic.Bool
-	watchdogs *lease.Group // of this handle's leases; stopped by Close
+	watchdogs lease.Group // of this handle's leases; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -58,12 +58,12 @@ func New(opts *distlock.Options) *Locker {
 	if opts != nil {
 		d = *opts
 	}
-	return &Locker{space: newSpace(), defaults: d.WithDefaults(), watchdogs: new(lease.Group)}
+	return &Locker{space: newSpace(), defaults: d.WithDefaults()}
 }
 
 // NewHandle returns another client on l's space, with its own Close.
 func (l *Locker) NewHandle() *Locker {
-	return &Locker{space: l.space, defaults: l.defaults, watchdogs: new(lease.Group)}
+	return &Locker{space: l.space, defaults: l.defaults}
 }
 
 // Guarantees: one process, one clock, no servers to lose. Leases end at
@@ -155,7 +155,7 @@ func (l *Locker) try(key string, o distlock.Options) (distlock.Lease, error) {
 		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
 		Options:    o,
 		Driver:     driver{s: s, key: key, token: token},
-		Group:      l.watchdogs,
+		Group:      &l.watchdogs,
 	})
 	return e.lease, nil
 }

@@ -77,7 +77,6 @@ type Lease struct {
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
-	group     *Group
 
 	// extending holds one token while an extension is in flight: the
 	// watchdog's and the caller's extensions take turns, so the validity
@@ -105,8 +104,8 @@ func New(cfg Config) *Lease {
 	if cfg.Options.AutoExtend {
 		ctx, cancel := context.WithCancel(context.Background())
 		if cfg.Group.add(l, cancel) {
-			l.stopWatch, l.watchDone, l.group = cancel, make(chan struct{}), cfg.Group
-			go l.watch(ctx)
+			l.stopWatch, l.watchDone = cancel, make(chan struct{})
+			go l.watch(ctx, cfg.Group)
 		} else {
 			cancel() // the Locker is closed: the lease runs out at its validity
 		}
@@ -295,9 +294,9 @@ func (l *Lease) Release(ctx context.Context) error {
 // only touches a key that is still ours. A failed extension is retried at
 // shorter intervals while validity remains; if validity runs out first,
 // onExpiry reports the lease lost with the first failure as the cause.
-func (l *Lease) watch(ctx context.Context) {
+func (l *Lease) watch(ctx context.Context, g *Group) {
 	defer func() {
-		l.group.remove(l)
+		g.remove(l)
 		close(l.watchDone)
 	}()
 	interval := l.opts.TTL / 3
