@@ -13,14 +13,22 @@ import (
 // servers idx and record it, so that a scenario that stops early (a
 // Fatalf) still leaves every server running for the next one: see
 // restoreServers, registered by newEnv.
-func (e *env) kill(idx []int)    { e.fault(idx, "kill", Server.Kill, 1) }
-func (e *env) start(idx []int)   { e.fault(idx, "start", Server.Start, -1) }
-func (e *env) pause(idx []int)   { e.fault(idx, "pause", Server.Pause, 2) }
-func (e *env) unpause(idx []int) { e.fault(idx, "unpause", Server.Unpause, -2) }
+func (e *env) kill(idx []int)    { e.fault(idx, "kill", Server.Kill, killed) }
+func (e *env) start(idx []int)   { e.fault(idx, "start", Server.Start, running) }
+func (e *env) pause(idx []int)   { e.fault(idx, "pause", Server.Pause, paused) }
+func (e *env) unpause(idx []int) { e.fault(idx, "unpause", Server.Unpause, running) }
 
-// fault runs op on each server; state > 0 records the fault (1 killed,
-// 2 paused), < 0 clears it.
-func (e *env) fault(idx []int, what string, op func(Server, context.Context) error, state int) {
+// serverState is what a fault left a server as.
+type serverState int
+
+const (
+	running serverState = iota
+	killed
+	paused
+)
+
+// fault runs op on each server and records the state it leaves it in.
+func (e *env) fault(idx []int, what string, op func(Server, context.Context) error, state serverState) {
 	e.t.Helper()
 	for _, i := range idx {
 		s := e.h.Servers[i]
@@ -28,10 +36,10 @@ func (e *env) fault(idx []int, what string, op func(Server, context.Context) err
 			e.t.Fatalf("%s %s: %v", what, s.Name(), err)
 		}
 		e.mu.Lock()
-		if state > 0 {
-			e.down[i] = state
-		} else {
+		if state == running {
 			delete(e.down, i)
+		} else {
+			e.down[i] = state
 		}
 		e.mu.Unlock()
 	}
@@ -41,14 +49,14 @@ func (e *env) fault(idx []int, what string, op func(Server, context.Context) err
 func (e *env) restoreServers() {
 	e.mu.Lock()
 	down := e.down
-	e.down = map[int]int{}
+	e.down = map[int]serverState{}
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i, state := range down {
 		s := e.h.Servers[i]
 		var err error
-		if state == 2 {
+		if state == paused {
 			err = s.Unpause(ctx)
 		} else {
 			err = s.Start(ctx)

@@ -160,7 +160,7 @@ type env struct {
 	clients []contender
 
 	mu   sync.Mutex
-	down map[int]int // servers a fault left killed (1) or paused (2)
+	down map[int]serverState // servers a fault left killed or paused
 }
 
 func newEnv(t *testing.T, h *Harness, g distlock.Guarantees, id string) *env {
@@ -169,7 +169,7 @@ func newEnv(t *testing.T, h *Harness, g distlock.Guarantees, id string) *env {
 	e := &env{
 		t: t, h: h, g: g, ctx: ctx, ttl: h.ttl(), hist: &History{},
 		key:   fmt.Sprintf("conformance/%s/%s/%d/%d", h.Name, id, time.Now().UnixNano(), keySeq.Add(1)),
-		plain: newResource(false), fenced: newResource(true), down: map[int]int{},
+		plain: newResource(false), fenced: newResource(true), down: map[int]serverState{},
 	}
 	t.Cleanup(e.restoreServers) // runs before the cancel above: cleanups run last-in first-out
 	return e
