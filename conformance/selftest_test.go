@@ -106,3 +106,21 @@ func TestExpectationWeakerThanSpecIsABug(t *testing.T) {
 		t.Fatalf("coverage gap: note %q problem %q", note, problem)
 	}
 }
+
+// TestLateNoticeBites: the LN check of S11/S19 reports a holder that saw
+// Done close later than the tolerance after the next holder's acquire
+// returned, and accepts one within it (or before).
+func TestLateNoticeBites(t *testing.T) {
+	e := &env{ttl: time.Second}
+	ret := time.Now().UnixNano()
+	gb := grant{Ret: ret}
+	for _, c := range []struct {
+		late time.Duration
+		bad  bool
+	}{{-time.Millisecond, false}, {lnTolerance(e.ttl) / 2, false}, {lnTolerance(e.ttl) + 10*time.Millisecond, true}} {
+		a := &local{doneAt: ret + int64(c.late)}
+		if got := lateNotice(e, a, gb); (got != "") != c.bad {
+			t.Errorf("Done %v after the next acquire: %q", c.late, got)
+		}
+	}
+}
