@@ -1,4 +1,73 @@
 package etcdlock
 
+import (
+	"context"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
+)
+
 // Prefix exposes the etcd prefix of a key's lock to the tests.
 func (l *Locker) Prefix(key string) string { return l.prefix(key) }
+
+// LockDriver exposes a held lock's driver to the tests that run its
+// deletion paths (reaper, Release, the background retry) in an order they
+// choose instead of the one the timers happen to produce.
+type LockDriver struct{ d *driver }
+
+// HeldDriver returns the driver of ls, which l holds (nil if it does not).
+func HeldDriver(l *Locker, ls distlock.Lease) *LockDriver {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := l.held[ls]; d != nil {
+		return &LockDriver{d}
+	}
+	return nil
+}
+
+// Entry is the lock's etcd key (the lock's prefix and its session's lease).
+func (x *LockDriver) Entry() string { return x.d.my }
+
+// RunOut does what the expiry of the lock's own validity does while its
+// session lives on: the lease is reported lost, then the reaper runs and
+// deletes the entry in the background. It returns once the entry is
+// deleted and the lock detached from its session (or ctx ends).
+func (x *LockDriver) RunOut(ctx context.Context) error {
+	x.d.lose(lease.ErrExpired)
+	x.d.reapCheck()
+	for !x.finished() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (x *LockDriver) finished() bool {
+	x.d.mu.Lock()
+	defer x.d.mu.Unlock()
+	return x.d.finished
+}
+
+// DeleteLate runs the deletion that a reaper goroutine, or the background
+// retry of a failed Release, runs: one that may start after another path
+// has deleted the entry already.
+func (x *LockDriver) DeleteLate(ctx context.Context) (bool, error) {
+	return x.d.deleteOnce(ctx)
+}
+
+// Reserved reports whether the lock's key is still reserved on its session
+// (no other acquisition of the key through this Locker may use it).
+func (x *LockDriver) Reserved() bool {
+	x.d.l.mu.Lock()
+	defer x.d.l.mu.Unlock()
+	return x.d.s.keys[x.d.key]
+}
+
+// Unreserve frees the lock's key on its session while the lock is held,
+// as a wrong deletion path would: the next acquisition of the key through
+// this Locker may then pick the session whose entry is this lock's.
+func (x *LockDriver) Unreserve() { x.d.l.detach(x.d.s, x.d.key) }

@@ -1,0 +1,156 @@
+package etcdlock_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/etcdlock"
+	"github.com/distlock/distlock/testbed"
+)
+
+// TestDeleteOnce forces the interleavings behind deleteOnce (driver.go)
+// and the token check on adoption (acquire.go, TryAcquire): a lock A whose
+// entry was deleted by one path (the reaper, or Release) is deleted again
+// by a late path (Release, the background retry, or a reaper goroutine)
+// after a newer acquisition B of the same key took the same session, hence
+// the same etcd key. The late deletion must not free B's reservation, and
+// no acquisition may adopt B's entry as its own: B stays the only holder.
+// The deletion paths are run in order through export_test.go, so the test
+// does not depend on timers.
+func TestDeleteOnce(t *testing.T) {
+	testbed.RequireDocker(t)
+	c := &cluster{testbed.StartEtcd(t, 1, testbed.EtcdOptions{})}
+	admin := c.admin(t)
+
+	// reuse acquires key again on l after old's entry was deleted, and
+	// checks that the new lock took old's session (same etcd key): the
+	// precondition of the race.
+	reuse := func(t *testing.T, l *etcdlock.Locker, key string, old *etcdlock.LockDriver) (distlock.Lease, *etcdlock.LockDriver) {
+		t.Helper()
+		if got := entries(t, admin, key); len(got) != 0 {
+			t.Fatalf("entries of the deleted lock: %v, want none", got)
+		}
+		b := mustAcquire(t, l, key)
+		bx := etcdlock.HeldDriver(l, b)
+		if bx.Entry() != old.Entry() {
+			t.Fatalf("precondition: the new lock's entry %s is not the old one's %s (another session)", bx.Entry(), old.Entry())
+		}
+		return b, bx
+	}
+
+	t.Run("ReaperThenLateRelease", func(t *testing.T) {
+		l := c.locker(t, "reaper-release", nil)
+		key := uniqueKey(t)
+		a := mustAcquire(t, l, key)
+		ax := etcdlock.HeldDriver(l, a)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := ax.RunOut(ctx); err != nil {
+			t.Fatalf("the reaper did not delete the expired lock's entry: %v", err)
+		}
+		wantErr(t, a.Err(), distlock.ErrLeaseLost)
+		b, bx := reuse(t, l, key, ax)
+		// A's holder releases late: its entry is gone (the reaper).
+		wantErr(t, a.Release(ctx), distlock.ErrLeaseLost)
+		// And the background retry of a Release runs once more.
+		if ours, err := ax.DeleteLate(ctx); ours || err != nil {
+			t.Fatalf("late deletion of the reaped lock: ours %v, err %v; want false, nil", ours, err)
+		}
+		soleHolder(t, l, admin, key, b, bx)
+	})
+
+	t.Run("ReleaseThenLateReaper", func(t *testing.T) {
+		l := c.locker(t, "release-reaper", nil)
+		key := uniqueKey(t)
+		a := mustAcquire(t, l, key)
+		ax := etcdlock.HeldDriver(l, a)
+		mustRelease(t, a)
+		b, bx := reuse(t, l, key, ax)
+		// A reaper goroutine that saw A run out just before the Release
+		// deletes late.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if ours, err := ax.DeleteLate(ctx); ours || err != nil {
+			t.Fatalf("late deletion of the released lock: ours %v, err %v; want false, nil", ours, err)
+		}
+		soleHolder(t, l, admin, key, b, bx)
+	})
+
+	// AdoptsOnlyItsOwnEntry: should the reservation be freed anyway, an
+	// acquisition that finds the session's entry for the key must not take
+	// it for an earlier try of its own unless it carries its token.
+	t.Run("AdoptsOnlyItsOwnEntry", func(t *testing.T) {
+		l := c.locker(t, "adopt", nil)
+		key := uniqueKey(t)
+		b := mustAcquire(t, l, key)
+		bx := etcdlock.HeldDriver(l, b)
+		bx.Unreserve()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if other, err := l.TryAcquire(ctx, key); err == nil {
+			t.Fatalf("TryAcquire adopted the holder's entry: two holders, fences %d and %d", b.Fence(), other.Fence())
+		}
+		bx.Unreserve() // TryAcquire's refusal left the key reserved again
+		actx, acancel := context.WithTimeout(ctx, time.Second)
+		defer acancel()
+		other, err := l.Acquire(actx, key)
+		if err == nil {
+			t.Fatalf("Acquire adopted the holder's entry: two holders, fences %d and %d", b.Fence(), other.Fence())
+		}
+		wantErr(t, err, distlock.ErrNotAcquired)
+		stillHeld(t, admin, key, b, bx)
+	})
+}
+
+// soleHolder checks that b, held by l through bx, is the only holder of
+// key: its session still reserves the key, and another acquisition of the
+// key through l is refused (TryAcquire: not acquired, the key is held) or
+// waits (Acquire) instead of adopting b's entry.
+func soleHolder(t *testing.T, l *etcdlock.Locker, admin *clientv3.Client, key string, b distlock.Lease, bx *etcdlock.LockDriver) {
+	t.Helper()
+	if !bx.Reserved() {
+		t.Errorf("a late deletion of the old lock freed the new lock's reservation of %s on its session", key)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	other, err := l.TryAcquire(ctx, key)
+	if err == nil {
+		t.Fatalf("TryAcquire succeeded while %s is held: two holders, fences %d and %d", key, b.Fence(), other.Fence())
+	}
+	wantErr(t, err, distlock.ErrNotAcquired)
+	notErr(t, err, distlock.ErrUnavailable)
+	actx, acancel := context.WithTimeout(ctx, time.Second)
+	defer acancel()
+	other, err = l.Acquire(actx, key)
+	if err == nil {
+		t.Fatalf("Acquire succeeded while %s is held: two holders, fences %d and %d", key, b.Fence(), other.Fence())
+	}
+	wantErr(t, err, distlock.ErrNotAcquired, context.DeadlineExceeded)
+	stillHeld(t, admin, key, b, bx)
+}
+
+// stillHeld checks that b's entry is the only one of key, that b can be
+// extended and released, and that its release deletes the entry.
+func stillHeld(t *testing.T, admin *clientv3.Client, key string, b distlock.Lease, bx *etcdlock.LockDriver) {
+	t.Helper()
+	if got := entries(t, admin, key); !slices.Equal(got, []string{bx.Entry()}) {
+		t.Fatalf("entries %v, want only the holder's %s", got, bx.Entry())
+	}
+	if err := b.Err(); err != nil {
+		t.Fatalf("the holder's lease ended: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Extend(ctx, distlock.DefaultTTL); err != nil {
+		t.Fatalf("the holder's Extend: %v", err)
+	}
+	mustRelease(t, b)
+	if got := entries(t, admin, key); len(got) != 0 {
+		t.Fatalf("entries after the holder's release: %v, want none", got)
+	}
+}
