@@ -26,6 +26,11 @@ const expiryPoll = 5 * time.Millisecond
 // session that ends meanwhile is noticed when the monitor starts.
 const monitorDelay = 2 * time.Millisecond
 
+// testHookMonitorDelay, set only by tests (nil in production), replaces
+// monitorDelay: a test can keep the monitor from starting, so that a
+// heartbeat rather than the monitor finds the server session gone.
+var testHookMonitorDelay func() time.Duration
+
 // session is one held lock on its pinned connection, and the lease's
 // Driver. While nothing else uses the connection (from monitorDelay after
 // the acquisition or the last heartbeat), its monitor blocks reading it: a server that ends the session (pg_terminate_backend,
@@ -76,7 +81,11 @@ func (l *Locker) startSession(c *conn, key string, id int64, pid uint32, validUn
 func (s *session) arm() {
 	done := make(chan struct{})
 	s.done, s.armed = done, true
-	s.timer = time.AfterFunc(monitorDelay, func() { s.monitor(done) })
+	delay := monitorDelay
+	if testHookMonitorDelay != nil {
+		delay = testHookMonitorDelay()
+	}
+	s.timer = time.AfterFunc(delay, func() { s.monitor(done) })
 }
 
 // attach gives the session its lease, reporting a loss seen before.
