@@ -184,9 +184,10 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 	return vu, nil
 }
 
-// Release implements lease.Driver: delete the entry only if its create
-// revision is still ours, so a retried or late release never deletes a
-// newer entry of the same key and lease. If the cluster cannot be reached,
+// Release implements lease.Driver: delete the entry, at most once per lock
+// (deleteOnce), so a retried or late release never deletes a newer entry
+// of the same key and lease (see deleteEntry). It returns ErrKeyGone if
+// the entry was gone already. If the cluster cannot be reached,
 // the deletion goes on in the background (the error matches
 // distlock.ErrUnavailable).
 func (d *driver) Release(ctx context.Context) error {
