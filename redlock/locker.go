@@ -335,6 +335,7 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 			Driver:     &driver{l: l, k: k, key: key, token: token, fence: fence, wb: wb, ttl: o.TTL},
 			OnEnd:      func() { l.freeSlot(key) },
 			Group:      &l.watchdogs,
+			Drift:      l.opts.drift,
 		})
 		if err != nil {
 			return nil, out, err

@@ -56,6 +56,11 @@ type Config struct {
 	// waits for it to exit. Backends pass their Locker's Group so that
 	// Close leaves no goroutine running. A closed Group starts none.
 	Group *Group
+	// Drift, if set, is the clock drift the backend allows for a TTL
+	// (default validity.DefaultDrift). An extension whose outcome is
+	// unknown caps the validity at its start + ttl - Drift(ttl), so a
+	// backend configured with a larger drift must pass it.
+	Drift func(ttl time.Duration) time.Duration
 }
 
 // Lease implements distlock.Lease over a Driver.
@@ -66,6 +71,7 @@ type Lease struct {
 	opts       distlock.Options
 	driver     Driver
 	onEnd      func()
+	drift      func(ttl time.Duration) time.Duration
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -96,7 +102,10 @@ func New(cfg Config) *Lease {
 	l := &Lease{
 		key: cfg.Key, token: cfg.Token, fence: cfg.Fence, start: cfg.Start,
 		opts: cfg.Options, driver: cfg.Driver, validUntil: cfg.ValidUntil,
-		onEnd: cfg.OnEnd, done: make(chan struct{}), extending: make(chan struct{}, 1),
+		onEnd: cfg.OnEnd, drift: cfg.Drift, done: make(chan struct{}), extending: make(chan struct{}, 1),
+	}
+	if l.drift == nil {
+		l.drift = validity.DefaultDrift
 	}
 	l.mu.Lock()
 	l.expiry = time.AfterFunc(time.Until(cfg.ValidUntil), l.onExpiry)
@@ -244,7 +253,7 @@ func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
 		// Outcome unknown: some servers may have applied the new TTL, which
 		// may be shorter than what was left. Keep only the validity both
 		// outcomes allow.
-		l.capValidity(validity.Until(sent, ttl, validity.DefaultDrift(ttl)))
+		l.capValidity(validity.Until(sent, ttl, l.drift(ttl)))
 		return err
 	}
 	l.mu.Lock()

@@ -190,3 +190,23 @@ func TestUnknownExtendOutcomeCapsValidity(t *testing.T) {
 		t.Fatalf("Err = %v", l.Err())
 	}
 }
+
+// TestUnknownExtendOutcomeCapsWithTheBackendsDrift: the cap subtracts the
+// drift the backend allows (Config.Drift), not the default: a Redlock
+// configured with a larger drift computed its validities with it, and the
+// servers may have applied the new TTL as soon as the request left.
+func TestUnknownExtendOutcomeCapsWithTheBackendsDrift(t *testing.T) {
+	d := &scripted{extendErr: errors.Join(distlock.ErrUnavailable, errors.New("reply timed out"))}
+	o := opts(time.Hour, false, time.Hour)
+	now := time.Now()
+	l := New(Config{Key: "k", Token: NewToken(), Fence: 1, Start: now, ValidUntil: now.Add(o.TTL), Options: o, Driver: d,
+		Drift: func(time.Duration) time.Duration { return 300 * time.Millisecond }})
+	defer l.Release(context.Background())
+	if err := l.Extend(context.Background(), time.Second); !errors.Is(err, distlock.ErrUnavailable) {
+		t.Fatalf("extend: %v", err)
+	}
+	after := time.Now() // the request was sent before this
+	if vu := l.ValidUntil(); vu.After(after.Add(700 * time.Millisecond)) {
+		t.Fatalf("ValidUntil %v after the extension returned: the 300ms drift of the backend was not subtracted from the 1s TTL", vu.Sub(after))
+	}
+}
