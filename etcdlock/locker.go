@@ -319,7 +319,9 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 // the previous value whether the entry was ours. A plain delete is safe
 // because no other entry of key can exist on s while this call runs: the
 // key stays reserved on s (no other acquisition of key uses s) until this
-// call frees it, after a delete known to have been applied. One hazard
+// call frees it, after a delete known to have been applied, or once s is
+// dead (a dead session is never used again, and its entries go with its
+// lease). One hazard
 // remains: a try that timed out may still be applied later, after the key
 // is freed and a newer acquisition on s created its entry again. So when
 // any try's outcome is unknown, s is retired for key first (never used
