@@ -23,7 +23,8 @@
 // the nodes that answered in time (at least a majority), so while it is
 // held, fewer further failures are tolerated for its Extend and Release
 // than Guarantees.ToleratedFailures says for acquisitions. Release is a
-// compare-and-delete on all nodes; Extend a compare-and-PEXPIRE on all
+// compare-and-delete on all nodes (a node that answers too late is read
+// in the background, its connection kept, so its delete still lands); Extend a compare-and-PEXPIRE on all
 // nodes, which never re-creates a key, confirmed by a majority within the
 // remaining validity.
 //
@@ -415,7 +416,7 @@ func (d *driver) fenceArg() string {
 func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	cmd := []string{"EVALSHA", extendScript.sha, "2", d.k.lock, d.k.fence, d.token, ms(ttl), d.fenceArg()}
 	start := time.Now()
-	got, qerr := d.l.confirm(ctx, start.Add(d.l.opts.nodeTimeout(ttl)), "extend", d.key, cmd)
+	got, qerr := d.l.confirm(ctx, start.Add(d.l.opts.nodeTimeout(ttl)), "extend", d.key, cmd, nil)
 	if qerr != nil {
 		return time.Time{}, qerr
 	}
@@ -429,15 +430,23 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 // Release implements lease.Driver: compare-and-delete on every node.
 func (d *driver) Release(ctx context.Context) error {
 	cmd := []string{"EVALSHA", releaseScript.sha, "3", d.k.lock, d.k.fence, d.k.queue, d.token, d.fenceArg()}
-	_, err := d.l.confirm(ctx, time.Now().Add(d.l.opts.nodeTimeout(d.ttl)), "release", d.key, cmd)
+	// A node that does not answer in time keeps its connection: the
+	// request is on its way, and closing the connection under it could
+	// lose it, leaving the key locked there for the TTL. The late func
+	// reads its reply in the background (resending the compare-and-delete
+	// behind it, which can only find nothing more to delete).
+	late := d.l.lateCleanup(d.ttl, func(int) []string { return cmd })
+	_, err := d.l.confirm(ctx, time.Now().Add(d.l.opts.nodeTimeout(d.ttl)), "release", d.key, cmd, late)
 	return err
 }
 
 // confirm runs a compare-and-X script on every node and returns how many
-// answered 1, or a *QuorumError if fewer than a majority did.
-func (l *Locker) confirm(ctx context.Context, deadline time.Time, op, key string, cmd []string) (int, error) {
+// answered 1, or a *QuorumError if fewer than a majority did. late, if
+// not nil, follows up on the nodes that did not answer in time (see
+// fanout).
+func (l *Locker) confirm(ctx context.Context, deadline time.Time, op, key string, cmd []string, late func(int, *conn)) (int, error) {
 	cmds := [][]string{cmd}
-	res, conns := l.fanout(ctx, deadline, func(int) [][]string { return cmds }, nil)
+	res, conns := l.fanout(ctx, deadline, func(int) [][]string { return cmds }, late)
 	l.done(conns)
 	got := 0
 	var fails []NodeError

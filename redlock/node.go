@@ -238,13 +238,31 @@ func wait(stop func() bool, stopped chan struct{}) {
 	}
 }
 
+// Graces for a client that ran late: the operation's deadline can pass
+// while the client itself waits for a CPU (on a loaded host, tens of
+// milliseconds), with the reply already in the socket's buffer. A request
+// is written even then, with writeGrace to do it, and a read that times
+// out is tried once more for readGrace, so that a reply that came in time
+// is read. Neither changes what a dead or frozen node costs by more than
+// the grace, and neither lengthens a validity, which counts from before
+// the requests.
+const (
+	writeGrace = 5 * time.Millisecond
+	readGrace  = time.Millisecond
+)
+
 // send writes node i's commands to c and flushes them; on failure it
 // records the error, closes c and returns false.
 func (l *Locker) send(i int, c *conn, cmds [][]string, deadline time.Time, r *result) bool {
 	for _, cmd := range cmds {
 		c.write(cmd...)
 	}
-	if r.err = c.nc.SetDeadline(deadline); r.err == nil {
+	if now := time.Now(); deadline.Sub(now) >= writeGrace {
+		r.err = c.nc.SetDeadline(deadline)
+	} else if r.err = c.nc.SetReadDeadline(deadline); r.err == nil {
+		r.err = c.nc.SetWriteDeadline(now.Add(writeGrace))
+	}
+	if r.err == nil {
 		r.err = c.bw.Flush()
 	}
 	if r.err != nil {
@@ -265,8 +283,15 @@ func (l *Locker) receive(ctx context.Context, i int, c *conn, m int, r *result, 
 		vs = make([]any, m)
 	}
 	noscript := false
+	graced := false
 	for k := range m {
 		v, err := c.next()
+		if err != nil && clean(err) && !graced && ctx.Err() == nil {
+			graced = true // see readGrace
+			if c.nc.SetReadDeadline(time.Now().Add(readGrace)) == nil {
+				v, err = c.next()
+			}
+		}
 		if err != nil {
 			if clean(err) {
 				err = errors.Join(errTimeout, err)
