@@ -27,6 +27,7 @@ func TestLocker(t *testing.T) {
 		{"FIFOWithoutHerd", testFIFO},
 		{"CancelledWaiterLeavesNoNode", testCancel},
 		{"Revoked", testRevoked},
+		{"DeletedBeforeGrant", testDeletedBeforeGrant},
 		{"ExpiresWithoutExtension", testExpiry},
 		{"AutoExtend", testAutoExtend},
 		{"ExtendAfterLoss", testExtendAfterLoss},
@@ -426,4 +427,49 @@ func testURL(t *testing.T, e *ensemble) {
 		t.Fatal("the prefix from the URL path was not used")
 	}
 	mustRelease(t, ls)
+}
+
+// testDeletedBeforeGrant: the own node is deleted (revoked) after its
+// watched read and before the lease is registered as its holder. The
+// deletion's event then finds no holder; the acquisition must still not
+// hand out a lease whose node is gone (which would report its loss only
+// at the end of its validity).
+func testDeletedBeforeGrant(t *testing.T, e *ensemble) {
+	l := e.locker(t, "a", nil)
+	key := uniqueKey(t)
+	restore := zklock.SetHookBeforeHold(func(own string) {
+		if err := e.admin.Delete(own, -1); err != nil {
+			t.Errorf("delete %s: %v", own, err)
+			return
+		}
+		for deadline := time.Now().Add(10 * time.Second); !zklock.DeletionSeen(l, own); {
+			if time.Now().After(deadline) {
+				t.Errorf("the deletion of %s never reached the session", own)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	ls, err := l.TryAcquire(context.Background(), key)
+	restore()
+	if err == nil {
+		select {
+		case <-ls.Done():
+		default:
+			t.Fatalf("granted a lease whose node was deleted, Done open (valid until %v)", time.Until(ls.ValidUntil()))
+		}
+		return
+	}
+	if !errors.Is(err, zklock.ErrNodeDeleted) || !errors.Is(err, distlock.ErrUnavailable) {
+		t.Fatalf("TryAcquire: %v; want ErrNodeDeleted and ErrUnavailable", err)
+	}
+	if nodes := e.lockNodes(t, key); len(nodes) != 0 {
+		t.Fatalf("nodes left: %v", nodes)
+	}
+	// The key is free again.
+	ls, err = l.TryAcquire(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ls.Release(context.Background())
 }

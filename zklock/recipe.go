@@ -45,8 +45,10 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 	if err != nil {
 		return nil, err
 	}
+	s.expect(own) // before the watched read of own (see session.queued)
 	ls, err := l.queue(ctx, s, v, key, parent, own, token, o, wait)
 	if err != nil {
+		s.unexpect(own)
 		l.remove(ctx, s, v, own)
 	}
 	return ls, err
@@ -304,13 +306,19 @@ func (l *Locker) failed(ctx context.Context, s *session, v view, key, op string,
 	return wrap(op, err)
 }
 
+// testHookBeforeHold, set by tests only, runs in grant before hold.
+var testHookBeforeHold func(own string)
+
 // grant hands out the lease of our node, first in the queue as of the
 // listing that started at start.
 func (l *Locker) grant(ctx context.Context, s *session, v view, key, own, token string, st *zk.Stat, start time.Time, o distlock.Options) (distlock.Lease, error) {
 	d := &driver{l: l, s: s, key: key, path: own, sid: v.sid, ended: v.ended, timeout: v.timeout, version: st.Version}
 	valid := d.validity(o.TTL)
-	if !s.hold(d) {
-		return nil, &SessionError{Key: key, Cause: s.why(v.ended)}
+	if testHookBeforeHold != nil {
+		testHookBeforeHold(own)
+	}
+	if err := s.hold(d); err != nil {
+		return nil, err
 	}
 	lo := o
 	lo.TTL = valid // the watchdog extends every valid/3

@@ -42,6 +42,11 @@ type session struct {
 	presume    *time.Timer
 	closed     bool
 	held       map[string]*driver // own lock node path -> its holder
+	// queued: own lock nodes of acquisitions in flight (not yet held);
+	// true once a deletion of the node was seen. A deletion that arrives
+	// between the watched read of the node and hold would otherwise find
+	// no holder to tell, and the lease would run on to its validity.
+	queued map[string]bool
 }
 
 // view is what a caller captured of a session when it started using it.
@@ -55,6 +60,7 @@ func newSession(l *Locker, timeout time.Duration) (*session, error) {
 	s := &session{
 		l: l, timeout: timeout, base: time.Now(),
 		up: make(chan struct{}), ended: make(chan struct{}), held: map[string]*driver{},
+		queued: map[string]bool{},
 	}
 	conn, events, err := zk.Connect(l.servers, timeout,
 		zk.WithDialer(s.dial), zk.WithEventCallback(s.onEvent),
@@ -126,6 +132,9 @@ func (s *session) onEvent(ev zk.Event) {
 		s.mu.Lock()
 		d := s.held[ev.Path]
 		delete(s.held, ev.Path)
+		if _, ok := s.queued[ev.Path]; ok {
+			s.queued[ev.Path] = true
+		}
 		s.mu.Unlock()
 		if d != nil {
 			d.lose(fmt.Errorf("%w: %s", ErrNodeDeleted, ev.Path))
@@ -204,6 +213,10 @@ func (s *session) endLocked(cause error) {
 func (s *session) why(ended <-chan struct{}) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.whyLocked(ended)
+}
+
+func (s *session) whyLocked(ended <-chan struct{}) error {
 	if s.ended == ended && s.cause != nil {
 		return s.cause
 	}
@@ -248,15 +261,36 @@ func (s *session) current() (int64, bool) {
 	return s.sid, s.connected && s.sid != 0
 }
 
-// hold registers d as the holder of its node, unless its epoch ended.
-func (s *session) hold(d *driver) bool {
+// expect notes that an acquisition is in flight on the own node path, so
+// that a deletion of it before hold is remembered. Every expect is
+// matched by hold or unexpect.
+func (s *session) expect(path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if isClosed(d.ended) {
-		return false
+	s.queued[path] = false
+}
+
+func (s *session) unexpect(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.queued, path)
+}
+
+// hold registers d as the holder of its node, unless its epoch ended
+// (a *SessionError) or the node was deleted since expect (ErrNodeDeleted).
+func (s *session) hold(d *driver) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	deleted := s.queued[d.path]
+	delete(s.queued, d.path)
+	switch {
+	case isClosed(d.ended):
+		return &SessionError{Key: d.key, Cause: s.whyLocked(d.ended)}
+	case deleted:
+		return fmt.Errorf("%w: zklock: %q: our lock node %s was deleted before the grant: %w", distlock.ErrUnavailable, d.key, d.path, ErrNodeDeleted)
 	}
 	s.held[d.path] = d
-	return true
+	return nil
 }
 
 func (s *session) unhold(d *driver) {
