@@ -1,5 +1,11 @@
 package zklock
 
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
 // SetHookBeforeHold makes f run in every grant, before the lease's node is
 // registered as held; the returned func removes it.
 func SetHookBeforeHold(f func(own string)) (restore func()) {
@@ -25,4 +31,31 @@ func DeletionSeen(l *Locker, path string) bool {
 		}
 	}
 	return false
+}
+
+// SessionID returns the server session that l's session for ttl (opened
+// with Options.SessionTimeout 0) is using (0: none, or not opened) and
+// whether it is connected.
+func SessionID(l *Locker, ttl time.Duration) (sid int64, connected bool) {
+	l.mu.Lock()
+	s := l.sessions[ttl]
+	l.mu.Unlock()
+	if s == nil {
+		return 0, false
+	}
+	return s.current()
+}
+
+// AbandonedCreate runs the recipe's create of a lock node of key carrying
+// token on l's session for ttl, as an acquisition that captured the server
+// session sid does; ctx ending makes it abandon the request in flight
+// (the janitor then searches for the token).
+func AbandonedCreate(ctx context.Context, l *Locker, ttl time.Duration, sid int64, key, token string) (string, error) {
+	l.mu.Lock()
+	s := l.sessions[ttl]
+	l.mu.Unlock()
+	if s == nil {
+		return "", fmt.Errorf("no session for %v", ttl)
+	}
+	return l.create(ctx, s, view{sid: sid}, l.Path(key), token)
 }
