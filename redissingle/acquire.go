@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,13 +51,16 @@ func (l *Locker) take(ctx context.Context, k keySet, s *redis.Script, token, ent
 	return a, l.wrapTake(err)
 }
 
-// confirm re-arms a key handed to token (compare-and-PEXPIRE), then WAITs
-// if Options.WaitReplicas is set. It returns held false if the key is no
-// longer ours.
-func (l *Locker) confirm(ctx context.Context, k keySet, token string, ttl time.Duration) (bool, error) {
+// confirm re-arms a key handed to token with fence (compare-and-PEXPIRE
+// on the whole value "token:fence"), then WAITs if Options.WaitReplicas is
+// set. It returns held false if the key no longer carries that value:
+// gone, someone else's, or handed to token again since, with a newer
+// fence (a stale notification must not grant the older fence).
+func (l *Locker) confirm(ctx context.Context, k keySet, token string, fence uint64, ttl time.Duration) (bool, error) {
+	value := token + ":" + strconv.FormatUint(fence, 10)
 	a, err := exec(l, ctx, func(ctx context.Context) (acquisition, error) {
 		return l.replicated(ctx, k, token, ttl, func(c scripter) (acquisition, error) {
-			n, err := extendScript.Run(ctx, c, []string{k.lock}, token, ms(ttl)).Int64()
+			n, err := extendScript.Run(ctx, c, []string{k.lock}, value, ms(ttl)).Int64()
 			return acquisition{held: n == 1}, err
 		})
 	}, func(acquisition, error) { l.cleanup(k, token, "", ttl) })

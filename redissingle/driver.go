@@ -19,7 +19,6 @@ type scripter interface {
 	Do(ctx context.Context, args ...any) *redis.Cmd
 }
 
-// ms converts a duration to whole milliseconds, at least 1.
 // ms renders d in whole milliseconds for PX/PEXPIRE, rounded up, so the
 // key lives at least as long as the validity computed from d.
 func ms(d time.Duration) int64 { return max(int64((d+time.Millisecond-1)/time.Millisecond), 1) }

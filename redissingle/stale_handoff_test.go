@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,37 +23,55 @@ import (
 // connections.
 type pushGate struct {
 	mu     sync.Mutex
-	closed chan struct{} // non-nil while reads are held; closed to let them go
-	writes atomic.Int64  // writes on non-pub/sub connections
+	cond   *sync.Cond
+	held   bool
+	one    bool         // let one notification through, then hold again
+	writes atomic.Int64 // writes on non-pub/sub connections
+}
+
+func newPushGate() *pushGate {
+	g := &pushGate{}
+	g.cond = sync.NewCond(&g.mu)
+	return g
 }
 
 // hold makes reads of the pub/sub connection wait (with their data) until
-// release.
+// release or releaseOne.
 func (g *pushGate) hold() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed == nil {
-		g.closed = make(chan struct{})
-	}
+	g.held = true
 }
 
 // release lets held and later reads through. It is idempotent.
 func (g *pushGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed != nil {
-		close(g.closed)
-		g.closed = nil
-	}
+	g.held, g.one = false, false
+	g.cond.Broadcast()
 }
 
-func (g *pushGate) wait() {
+// releaseOne lets the first held notification through, and no more.
+func (g *pushGate) releaseOne() {
 	g.mu.Lock()
-	ch := g.closed
-	g.mu.Unlock()
-	if ch != nil {
-		<-ch
+	defer g.mu.Unlock()
+	g.one = true
+	g.cond.Broadcast()
+}
+
+// wait blocks while the gate is held; it reports whether this read may
+// pass only one notification.
+func (g *pushGate) wait() (one bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.held && !g.one {
+		g.cond.Wait()
 	}
+	if g.held && g.one {
+		g.one = false
+		return true
+	}
+	return false
 }
 
 // gatedConn is a connection of a client behind a pushGate. It becomes the
@@ -61,6 +80,7 @@ type gatedConn struct {
 	net.Conn
 	g      *pushGate
 	pubsub atomic.Bool
+	buf    []byte // pub/sub data read and not yet handed over
 }
 
 func (c *gatedConn) Write(b []byte) (int, error) {
@@ -72,12 +92,29 @@ func (c *gatedConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// pushPrefix starts every pub/sub message (RESP2 and RESP3).
+var pushPrefix = regexp.MustCompile(`[*>]3\r\n\$7\r\nmessage\r\n`)
+
 func (c *gatedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if c.pubsub.Load() {
-		c.g.wait() // the data has arrived; hand it over only when released
+	if !c.pubsub.Load() {
+		return c.Conn.Read(b)
 	}
-	return n, err
+	if len(c.buf) == 0 {
+		n, err := c.Conn.Read(b)
+		if n == 0 {
+			return n, err
+		}
+		c.buf = append(c.buf, b[:n]...)
+	}
+	k := len(c.buf) // the data has arrived; hand it over only when released
+	if c.g.wait() {
+		if loc := pushPrefix.FindAllIndex(c.buf, 2); len(loc) == 2 {
+			k = loc[1][0] // the first notification only
+		}
+	}
+	n := copy(b, c.buf[:k])
+	c.buf = c.buf[n:]
+	return n, nil
 }
 
 // TestStaleHandoffIsConfirmed forces the stale hand-off interleaving: a
@@ -88,7 +125,16 @@ func (c *gatedConn) Read(b []byte) (int, error) {
 // its token) instead of trusting the message: W's Acquire must not return
 // a lease while C holds the key, only after C releases, with a newer
 // fence.
-func TestStaleHandoffIsConfirmed(t *testing.T) {
+func TestStaleHandoffIsConfirmed(t *testing.T) { staleHandoff(t, false) }
+
+// TestStaleHandoffAfterASecondHandoff: as above, but C releases while W's
+// reader is still held, handing the key to W a second time, with a newer
+// fence. W then reads the stale notification first: the key does carry
+// W's token, but with the second fence, so the stale one must not be
+// granted (fences would go back: W's lease older than C's).
+func TestStaleHandoffAfterASecondHandoff(t *testing.T) { staleHandoff(t, true) }
+
+func staleHandoff(t *testing.T, rehand bool) {
 	s := startRedis(t)
 	ctx := context.Background()
 
@@ -97,7 +143,7 @@ func TestStaleHandoffIsConfirmed(t *testing.T) {
 		holderTTL = 5 * time.Second // W's first poll comes when this runs out
 		otherTTL  = 60 * time.Second
 	)
-	g := &pushGate{}
+	g := newPushGate()
 	wc := redis.NewClient(&redis.Options{
 		Addr: s.node.Link("w").Addr(),
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -186,6 +232,39 @@ func TestStaleHandoffIsConfirmed(t *testing.T) {
 	// W polls when the first holder's TTL runs out: it finds C's key and
 	// puts its entry back in the queue.
 	eventually(t, holderTTL+5*time.Second, "W never polled after C took the key", func() bool { return queueLen() == 1 })
+
+	if rehand {
+		// C releases while W's reader is still held: the key goes to W
+		// again, with a fence newer than C's. W then reads only the
+		// stale first notification, and acts on it (a write on its
+		// command connection) before the second reaches it.
+		cReleasing.Store(true)
+		mustRelease(t, c)
+		if n := queueLen(); n != 0 {
+			t.Fatalf("C's release did not pop W's entry (queue length %d)", n)
+		}
+		before := g.writes.Load()
+		g.releaseOne()
+		eventually(t, 20*time.Second, "W never acted on the stale notification", func() bool {
+			return g.writes.Load() > before
+		})
+		time.Sleep(100 * time.Millisecond) // let it finish; passing does not depend on it
+		g.release()
+		var r result
+		select {
+		case r = <-got:
+		case <-time.After(30 * time.Second):
+			t.Fatal("W's Acquire hung after the second hand-off")
+		}
+		if r.err != nil {
+			t.Fatalf("W's Acquire after the second hand-off: %v", r.err)
+		}
+		if r.ls.Fence() <= c.Fence() {
+			t.Fatalf("fences went back: W's lease has fence %d, granted from the stale first hand-off, while C held fence %d before it", r.ls.Fence(), c.Fence())
+		}
+		mustRelease(t, r.ls)
+		return
+	}
 
 	// Now W reads the stale notification. It must ask the server (a write
 	// on its command connection) rather than return a lease.

@@ -150,7 +150,7 @@ func pollWait(pttl int64, limit time.Duration) time.Duration {
 // notification or an earlier "held" reply arrived.
 func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waiter, fence uint64, o distlock.Options) (distlock.Lease, error) {
 	start := time.Now()
-	held, err := l.confirm(ctx, k, w.token, o.TTL)
+	held, err := l.confirm(ctx, k, w.token, fence, o.TTL)
 	if err != nil {
 		var re *ReplicationError
 		w.queued, w.gen = !errors.As(err, &re), 0
@@ -160,7 +160,7 @@ func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waite
 		// Popped by the hand-off, but a poll may have put the entry back:
 		// stay "queued" so the next turn polls, which re-adds the entry
 		// only if it is missing (acquireLua's RPUSHX would add a second).
-		w.queued, w.gen = true, 0 // gen 0: poll at once, do not wait for a push
+		w.queued, w.gen = true, 0 // gen 0: the next turn polls (after the retry delay), not waiting for a push
 		return nil, fmt.Errorf("%w: key %q: the hand-off expired before it was taken", distlock.ErrNotAcquired, key)
 	}
 	ls, err := l.grant(ctx, k, key, w.token, fence, start, o)

@@ -216,7 +216,6 @@ func (l *Locker) keysFor(key string) keys {
 	return keys{lock: l.opts.Prefix + key, fence: l.fenceKey, queue: l.opts.Prefix + "distlock:q:" + key}
 }
 
-// ms formats a duration as whole milliseconds, at least 1.
 // ms renders d in whole milliseconds for PX/PEXPIRE, rounded up, so the
 // key lives at least as long as the validity computed from d.
 func ms(d time.Duration) string {
