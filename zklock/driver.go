@@ -88,10 +88,16 @@ func (d *driver) checkExpiry() {
 	d.l.cleanup(task{s: d.s, path: d.path})
 }
 
+// testHookBeforeExtend, set by tests only, runs at the start of Extend.
+var testHookBeforeExtend func(ctx context.Context)
+
 // Extend implements lease.Driver: it checks that the lock node still
 // exists (one read) and returns start + min(ttl, SafeFraction x session
 // timeout), start taken before the read. It never re-creates a node.
 func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	if testHookBeforeExtend != nil {
+		testHookBeforeExtend(ctx)
+	}
 	if isClosed(d.ended) {
 		return time.Time{}, d.lost(d.s.why(d.ended))
 	}

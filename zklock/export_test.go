@@ -59,3 +59,10 @@ func AbandonedCreate(ctx context.Context, l *Locker, ttl time.Duration, sid int6
 	}
 	return l.create(ctx, s, view{sid: sid}, l.Path(key), token)
 }
+
+// SetHookBeforeExtend makes f run at the start of every extension's
+// request (driver.Extend), with its context; the returned func removes it.
+func SetHookBeforeExtend(f func(ctx context.Context)) (restore func()) {
+	testHookBeforeExtend = f
+	return func() { testHookBeforeExtend = nil }
+}

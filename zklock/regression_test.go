@@ -2,7 +2,9 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ func TestRegressions(t *testing.T) {
 		f    func(*testing.T, *ensemble)
 	}{
 		{"JanitorKeepsCleanupAcrossSessions", testJanitorAcrossSessions},
+		{"CloseDuringExtension", testCloseDuringExtension},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, e) })
 	}
@@ -121,4 +124,59 @@ func testJanitorAcrossSessions(t *testing.T, e *ensemble) {
 	}
 	mustRelease(t, held)
 	mustRelease(t, mustAcquire(t, b, key, distlock.WithTTL(ttl)))
+}
+
+// testCloseDuringExtension: Close while a watchdog is in the middle of an
+// extension returns. Close used to stop the watchdogs while holding the
+// Locker's mutex, which the extension's request needs (to register as a
+// call in flight): the watchdog waited for Close and Close for it.
+func testCloseDuringExtension(t *testing.T, e *ensemble) {
+	key := uniqueKey(t)
+	const ttl = 15 * time.Second // validity 9 s: an extension every 3 s, with 6 s left
+	l, err := zklock.New(e.Addrs("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closing := false
+	defer func() {
+		if !closing { // a Close that hung would hang here too
+			_ = l.Close()
+		}
+	}()
+	entered := make(chan struct{})
+	ended := make(chan error, 1)
+	var once sync.Once
+	restore := zklock.SetHookBeforeExtend(func(ctx context.Context) {
+		once.Do(func() { // the first extension waits until Close stops it
+			close(entered)
+			<-ctx.Done()
+			ended <- ctx.Err()
+		})
+	})
+	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
+	select {
+	case <-entered:
+	case <-time.After(ttl):
+		restore()
+		t.Fatal("the watchdog did not extend")
+	}
+	closing = true
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		// The hook stays set: the hung watchdog read it without a
+		// happens-before edge to this goroutine.
+		t.Fatal("Close did not return within 20 s while a watchdog was extending")
+	}
+	restore() // Close joined the watchdog
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the extension's context ended with %v: Close did not meet the extension in flight", err)
+	}
+	wantErr(t, ls.Err(), distlock.ErrLeaseLost)
+	eventually(t, 5*time.Second, "nodes left after Close", func() bool { return len(e.lockNodes(t, key)) == 0 })
 }
