@@ -61,8 +61,8 @@ func call[T any](l *Locker, ctx context.Context, f func() (T, error), abandoned 
 const cleanupTimeout = time.Second
 
 // task is a lock node to delete: a known path, or the child of parent
-// whose name carries guid (a create whose outcome is unknown). It is only
-// needed while the server session sid lives: its nodes die with it.
+// whose name carries guid (a create whose outcome is unknown). It is kept
+// across server sessions (see clean): a create can land on a later one.
 type task struct {
 	s            *session
 	path         string
@@ -74,8 +74,8 @@ type task struct {
 // cleanup queues t for the janitor: one goroutine per Locker, started on
 // first use, that deletes abandoned nodes (cancelled waiters, creates
 // whose reply was lost, leases that expired locally) as soon as their
-// session is connected, retrying with back-off, until done, the session
-// ends, or the Locker closes.
+// session is connected, retrying with back-off, until done or the
+// Locker closes (closing the sessions deletes their nodes).
 func (l *Locker) cleanup(t task) {
 	t.backoff = 20 * time.Millisecond
 	l.mu.Lock()

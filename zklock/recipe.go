@@ -60,7 +60,7 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 	for try := 0; ; try++ {
 		p, err := call(l, ctx, func() (string, error) {
 			return s.conn.Create(want, nil, zk.FlagEphemeralSequential, l.opts.ACL)
-		}, func(p string, err error) { l.forget(s, v.sid, parent, token, p, err) })
+		}, func(p string, err error) { l.forget(s, parent, token, p, err) })
 		switch {
 		case err == nil:
 			return p, nil
@@ -77,7 +77,7 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 			l.cleanup(task{s: s, parent: parent, guid: token})
 			return "", wrap("create", err)
 		default:
-			l.forget(s, v.sid, parent, token, "", err)
+			l.forget(s, parent, token, "", err)
 			return "", wrap("create", err)
 		}
 	}
@@ -85,7 +85,7 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 
 // forget cleans up after a create the caller did not take: the node it
 // made, or, if the outcome is unknown, the node carrying the GUID.
-func (l *Locker) forget(s *session, sid int64, parent, guid, p string, err error) {
+func (l *Locker) forget(s *session, parent, guid, p string, err error) {
 	switch {
 	case err == nil:
 		l.cleanup(task{s: s, path: p})
