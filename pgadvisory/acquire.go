@@ -99,6 +99,10 @@ func retryable(err error) bool {
 	return false
 }
 
+// testHookAfterWait, set by tests only, runs after a blocking lock
+// statement returns.
+var testHookAfterWait func()
+
 // errNotQueued marks failures before the lock statement was sent.
 var errNotQueued = errors.New("not queued")
 
@@ -112,7 +116,6 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 			c.close()
 			return nil, distlock.ErrClosed
 		}
-		defer l.untrack(c)
 	}
 	start := time.Now()
 	var r grantResult
@@ -120,7 +123,17 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 	if wait {
 		stop := l.watchWait(c, o.TTL)
 		r, err = l.lockStatement(ctx, c, id, o.TTL, wait)
-		if cut := stop(); cut != nil {
+		cut := stop()
+		if testHookAfterWait != nil {
+			testHookAfterWait()
+		}
+		if l.untrack(c) {
+			// Close ran while we waited: it may have set a past deadline
+			// on c, which a grant racing it would carry into its lease.
+			c.close() // frees such a grant
+			return nil, errors.Join(distlock.ErrClosed, err)
+		}
+		if cut != nil {
 			c.close() // frees a grant that raced the cut
 			return nil, wrap("wait for "+strconv.Quote(key), cut)
 		}

@@ -14,3 +14,13 @@ func HoldMonitors(t testing.TB) {
 	testHookMonitorDelay = func() time.Duration { return time.Hour }
 	t.Cleanup(func() { testHookMonitorDelay = nil })
 }
+
+// SetHookAfterWait makes f run after every blocking lock statement
+// returns, until t ends.
+func SetHookAfterWait(t testing.TB, f func()) {
+	testHookAfterWait = f
+	t.Cleanup(func() { testHookAfterWait = nil })
+}
+
+// Closing reports whether Close has begun on l.
+func Closing(l *Locker) bool { return l.isClosed() }

@@ -247,8 +247,10 @@ func (l *Locker) track(c *conn) bool {
 	return true
 }
 
-func (l *Locker) untrack(c *conn) {
+// untrack forgets c and reports whether the Locker was closed meanwhile.
+func (l *Locker) untrack(c *conn) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	delete(l.waiting, c)
-	l.mu.Unlock()
+	return l.closed
 }
