@@ -143,11 +143,13 @@ func pollWait(pttl int64, limit time.Duration) time.Duration {
 }
 
 // takeHandoff turns a hand-off notification into a lease. The key is
-// first re-armed from now with a compare-and-PEXPIRE on our token, and
-// validity counts from that request: a notification can be stale (read
-// after a process pause, when the key handed to us has expired and
-// another client holds it), so no validity may be inferred from when the
-// notification or an earlier "held" reply arrived.
+// first re-armed from now with a compare-and-PEXPIRE on the value the
+// hand-off wrote (our token and the notified fence), and validity counts
+// from that request: a notification can be stale (read after a process
+// pause, when the key handed to us has expired and another client holds
+// it, or has been handed to us again with a newer fence), so no validity
+// may be inferred from when the notification or an earlier "held" reply
+// arrived, and no fence from an old notification.
 func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waiter, fence uint64, o distlock.Options) (distlock.Lease, error) {
 	start := time.Now()
 	held, err := l.confirm(ctx, k, w.token, fence, o.TTL)
@@ -161,7 +163,7 @@ func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waite
 		// stay "queued" so the next turn polls, which re-adds the entry
 		// only if it is missing (acquireLua's RPUSHX would add a second).
 		w.queued, w.gen = true, 0 // gen 0: the next turn polls (after the retry delay), not waiting for a push
-		return nil, fmt.Errorf("%w: key %q: the hand-off expired before it was taken", distlock.ErrNotAcquired, key)
+		return nil, fmt.Errorf("%w: key %q: the hand-off expired or was superseded before it was taken", distlock.ErrNotAcquired, key)
 	}
 	ls, err := l.grant(ctx, k, key, w.token, fence, start, o)
 	if err != nil {

@@ -140,7 +140,8 @@ type result struct {
 	err error // transport error, timeout, or a server error reply
 	// late: the node did not answer in time and the connection went to
 	// the late func, which follows up on it.
-	late bool
+	late     bool
+	lateConn *conn // until startLate hands it to the late func
 }
 
 // Errors of a node that did not answer.
@@ -188,6 +189,7 @@ func (l *Locker) fanout(ctx context.Context, deadline time.Time, cmd func(i int)
 					l.receive(ctx, i, c, len(cmds[i]), &res[i], late, &one[0])
 				}
 				wait(stop, stopped)
+				l.startLate(i, &res[i], late)
 				dialed[i] = one[0]
 			}()
 			continue
@@ -204,6 +206,11 @@ func (l *Locker) fanout(ctx context.Context, deadline time.Time, cmd func(i int)
 		}
 	}
 	wait(stop, stopped)
+	for i, c := range ready {
+		if c != nil {
+			l.startLate(i, &res[i], late)
+		}
+	}
 	if dialing {
 		dials.Wait()
 		for i, c := range dialed {
@@ -243,9 +250,9 @@ func wait(stop func() bool, stopped chan struct{}) {
 // milliseconds), with the reply already in the socket's buffer. A request
 // is written even then, with writeGrace to do it, and a read that times
 // out is tried once more for readGrace, so that a reply that came in time
-// is read. Neither changes what a dead or frozen node costs by more than
-// the grace, and neither lengthens a validity, which counts from before
-// the requests.
+// is read. A frozen node costs at most readGrace more per node (the
+// grace reads run one after another), a full send buffer writeGrace more;
+// neither lengthens a validity, which counts from before the requests.
 const (
 	writeGrace = 5 * time.Millisecond
 	readGrace  = time.Millisecond
@@ -300,13 +307,9 @@ func (l *Locker) receive(ctx context.Context, i int, c *conn, m int, r *result, 
 				err = errors.Join(context.Cause(ctx), err)
 			}
 			r.err, r.v = err, nil
-			if clean(err) && late != nil && l.enter() {
-				c.pending += m - k // the unanswered replies
-				r.late = true
-				go func() {
-					defer l.wg.Done()
-					late(i, c)
-				}()
+			if clean(err) && late != nil {
+				c.pending += m - k           // the unanswered replies
+				r.late, r.lateConn = true, c // started by startLate
 				return
 			}
 			l.nodes[i].discard(c)
@@ -335,6 +338,26 @@ func (l *Locker) receive(ctx context.Context, i int, c *conn, m int, r *result, 
 		return
 	}
 	*keep = c
+}
+
+// startLate runs late on the connection receive kept for it, on a
+// goroutine owned by the Locker. fanout calls it only once ctx's
+// interruption of the fan-out's connections is over (wait), so that a ctx
+// ending later cannot set a past deadline under the late request.
+func (l *Locker) startLate(i int, r *result, late func(int, *conn)) {
+	c := r.lateConn
+	if c == nil {
+		return
+	}
+	r.lateConn = nil
+	if !l.enter() { // closed: its connections are closed too
+		l.nodes[i].discard(c)
+		return
+	}
+	go func() {
+		defer l.wg.Done()
+		late(i, c)
+	}()
 }
 
 // done hands the connections of a fan-out back to their pools.
