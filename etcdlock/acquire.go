@@ -110,11 +110,8 @@ func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (d
 			l.abandon(s, key, 0)
 			return nil, unavailable("enqueue", errors.New("entry vanished"))
 		}
-		if string(mine[0].Value) != token {
-			// Not an earlier try of this call: the session's entry for the
-			// key is someone else's (the reservation should prevent it).
-			// Touch nothing; the key stays reserved on this session.
-			return nil, unavailable("enqueue", fmt.Errorf("session entry %s belongs to another acquisition", my))
+		if err := adoptable(mine[0].Value, token, "enqueue", my); err != nil {
+			return nil, err
 		}
 		rev = mine[0].CreateRevision
 		if first := resp.Responses[1].GetResponseRange().Kvs; len(first) > 0 && first[0].CreateRevision != rev {
@@ -128,6 +125,18 @@ func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (d
 		}
 	}
 	return l.grant(ctx, s, key, my, rev, token, start, o, r)
+}
+
+// adoptable returns nil if value, that of the session's entry my for the
+// key, carries token: the entry is an earlier try of this same call.
+// Otherwise it is another acquisition's (the key's reservation on the
+// session should make that impossible): the caller touches nothing, the
+// key stays reserved, and the error matches distlock.ErrUnavailable.
+func adoptable(value []byte, token, op, my string) error {
+	if string(value) == token {
+		return nil
+	}
+	return unavailable(op, fmt.Errorf("session entry %s belongs to another acquisition", my))
 }
 
 // wait waits until the entry my (created at rev) has no entry ahead of it.

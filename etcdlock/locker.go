@@ -258,8 +258,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 			}
 			return nil, fmt.Errorf("%w: etcdlock: %q is held", distlock.ErrNotAcquired, key)
 		}
-		if string(kvs[0].Value) != token { // the session's entry, but not this call's
-			return nil, unavailable("acquire", fmt.Errorf("session entry %s belongs to another acquisition", my))
+		if err := adoptable(kvs[0].Value, token, "acquire", my); err != nil {
+			return nil, err
 		}
 		rev = kvs[0].CreateRevision // an earlier try of ours created it
 	}
