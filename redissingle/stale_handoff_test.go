@@ -189,6 +189,20 @@ func staleHandoff(t *testing.T, rehand bool) {
 		afterCstart bool // C had begun releasing when Acquire returned
 	}
 	got := make(chan result, 1)
+	// await is W's Acquire returning a lease after what.
+	await := func(what string) result {
+		t.Helper()
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("W's Acquire after %s: %v", what, r.err)
+			}
+			return r
+		case <-time.After(30 * time.Second):
+			t.Fatalf("W's Acquire hung after %s", what)
+		}
+		return result{}
+	}
 	go func() {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second) // did-not-hang bound
 		defer cancel()
@@ -250,15 +264,7 @@ func staleHandoff(t *testing.T, rehand bool) {
 		})
 		time.Sleep(100 * time.Millisecond) // let it finish; passing does not depend on it
 		g.release()
-		var r result
-		select {
-		case r = <-got:
-		case <-time.After(30 * time.Second):
-			t.Fatal("W's Acquire hung after the second hand-off")
-		}
-		if r.err != nil {
-			t.Fatalf("W's Acquire after the second hand-off: %v", r.err)
-		}
+		r := await("the second hand-off")
 		if r.ls.Fence() <= c.Fence() {
 			t.Fatalf("fences went back: W's lease has fence %d, granted from the stale first hand-off, while C held fence %d before it", r.ls.Fence(), c.Fence())
 		}
@@ -295,15 +301,7 @@ func staleHandoff(t *testing.T, rehand bool) {
 	}
 	cReleasing.Store(true)
 	mustRelease(t, c)
-	var r result
-	select {
-	case r = <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatal("W's Acquire hung after C released")
-	}
-	if r.err != nil {
-		t.Fatalf("W's Acquire after C released: %v", r.err)
-	}
+	r := await("C released")
 	if !r.afterCstart {
 		t.Fatalf("two holders: W's lease (fence %d) was granted while C held the key (fence %d)", r.ls.Fence(), c.Fence())
 	}
