@@ -153,9 +153,10 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 	pfx := l.prefix(key)
 	recheck := pred.rev == 0 // the enqueue did not read the entry just ahead
 	for {
+		var gone int64 // the revision that deleted pred, if the watch saw it
 		if !recheck {
 			var err error
-			if recheck, err = l.watch(ctx, s, pred.key, read); err != nil {
+			if gone, err = l.watch(ctx, s, pred.key, read); err != nil {
 				return giveUp(err)
 			}
 		}
@@ -168,10 +169,7 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 		var resp *clientv3.TxnResponse
 		_, err := l.do(ctx, o.TTL, time.Now().Add(o.TTL), 0, s.dead, func(ctx context.Context) error {
 			var err error
-			resp, err = l.cli.Txn(ctx).Then(
-				clientv3.OpGet(my),
-				clientv3.OpGet(pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))...),
-			).Commit()
+			resp, err = l.queueRead(ctx, pfx, my, rev, gone)
 			return err
 		})
 		switch {
@@ -199,10 +197,11 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 }
 
 // watch waits until the entry pred is deleted after revision read, the
-// watch fails, or PollInterval passes (it then reports true: read the
-// queue again). It returns an error if ctx ends, the Locker closes or the
+// watch fails, or PollInterval passes. It returns the revision of the
+// deletion, or 0 when it stopped for another reason (read the queue again
+// all the same). It returns an error if ctx ends, the Locker closes or the
 // session dies.
-func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64) (bool, error) {
+func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64) (int64, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(l.closing.Context()))
 	defer cancel()
 	// From read+1, a revision the member has usually not reached: the
@@ -213,33 +212,59 @@ func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64)
 	for {
 		select {
 		case <-ctx.Done():
-			return false, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+			return 0, errors.Join(distlock.ErrNotAcquired, ctx.Err())
 		case <-l.closing.Done():
-			return false, errClosed
+			return 0, errClosed
 		case <-s.dead:
-			return false, errors.Join(ErrSessionExpired, s.err())
+			return 0, errors.Join(ErrSessionExpired, s.err())
 		case <-poll.C:
-			return true, nil
+			return 0, nil
 		case wr, ok := <-wch:
 			if !ok || wr.Canceled || wr.Err() != nil {
-				return true, nil
+				return 0, nil
 			}
 			if wr.Created {
 				// The member had passed read+1 when the watch was set up: a
 				// deletion in between reaches us only through etcd's
 				// 100 ms catch-up loop, so read again now.
 				if wr.Header.Revision > read {
-					return true, nil
+					return 0, nil
 				}
 				continue
 			}
 			for _, ev := range wr.Events {
 				if ev.Type == mvccpb.DELETE {
-					return true, nil
+					return ev.Kv.ModRevision, nil
 				}
 			}
 		}
 	}
+}
+
+// queueRead reads the waiter's own entry my (created at rev) and the entry
+// just ahead of it, through the leader (linearizable). After the watch saw
+// the entry ahead deleted at revision gone (> 0), it first reads the
+// member's own state, without the leader's round (serializable): an entry
+// ahead can only go, never come (a new entry is created behind every
+// existing one), so a committed state at revision gone or later that shows
+// none ahead proves that none is left. If the member has not applied gone
+// yet, or shows an entry ahead or none of ours, the linearizable read
+// decides.
+func (l *Locker) queueRead(ctx context.Context, pfx, my string, rev, gone int64) (*clientv3.TxnResponse, error) {
+	read := func(opts ...clientv3.OpOption) (*clientv3.TxnResponse, error) {
+		return l.cli.Txn(ctx).Then(
+			clientv3.OpGet(my, opts...),
+			clientv3.OpGet(pfx, append(append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1)), opts...)...),
+		).Commit()
+	}
+	if gone > 0 {
+		resp, err := read(clientv3.WithSerializable())
+		if err == nil && resp.Header.Revision >= gone &&
+			len(resp.Responses[0].GetResponseRange().Kvs) > 0 && len(resp.Responses[1].GetResponseRange().Kvs) == 0 {
+			return resp, nil
+		}
+	}
+	return read()
 }
 
 // giveUp deletes the entry of a waiter that stops waiting: at once if the

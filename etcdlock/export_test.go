@@ -71,3 +71,16 @@ func (x *LockDriver) Reserved() bool {
 // as a wrong deletion path would: the next acquisition of the key through
 // this Locker may then pick the session whose entry is this lock's.
 func (x *LockDriver) Unreserve() { x.d.l.detach(x.d.s, x.d.key) }
+
+// QueueRead runs the waiter's queue read for the entry my of key (created
+// at rev) after its predecessor's deletion at revision gone (0: none seen),
+// and reports what it saw: the response's revision, whether my exists and
+// how many entries ahead of my it found.
+func (l *Locker) QueueRead(ctx context.Context, key, my string, rev, gone int64) (revision int64, mine bool, ahead int, err error) {
+	resp, err := l.queueRead(ctx, l.prefix(key), my, rev, gone)
+	if err != nil {
+		return 0, false, 0, err
+	}
+	return resp.Header.Revision, len(resp.Responses[0].GetResponseRange().Kvs) > 0,
+		len(resp.Responses[1].GetResponseRange().Kvs), nil
+}

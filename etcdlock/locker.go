@@ -26,8 +26,12 @@
 // read: a watch from a revision not yet reached is served as soon as the
 // deletion commits, where concurrency.Mutex's watch from the current
 // revision waits for etcd's 100 ms catch-up loop. When the predecessor
-// goes, one read checks that the caller's entry still exists (its lease is
-// alive) and that no earlier entry is left. Waiters are served in arrival
+// goes, one read checks that the caller's entry still exists and that no
+// earlier entry is left; it is served by the member (serializable) when
+// the member has applied the deletion, since an earlier entry can only go,
+// never come, else through the leader. What keeps the lock exclusive until
+// its validity is the session's deadline, which caps it. Waiters are
+// served in arrival
 // (create revision) order. A waiter whose session dies returns
 // ErrSessionExpired at once; a cancelled or failed Acquire deletes its
 // entry (in the background if the cluster cannot be reached).

@@ -26,6 +26,7 @@ func TestEtcdLock(t *testing.T) {
 		t.Run("SameKeyTwiceOneLocker", c.testSameKeyTwice)
 		t.Run("IndependentExpiry", c.testIndependentExpiry)
 		t.Run("CancelledWaiterLeavesNoEntry", c.testCancelledWaiter)
+		t.Run("WaiterBehindALeavingWaiter", c.testWaiterBehindALeavingWaiter)
 		t.Run("ExtendAfterExpiry", c.testExtendAfterExpiry)
 		t.Run("Watchdog", c.testWatchdog)
 		t.Run("GuardedTxn", c.testGuardedTxn)
@@ -268,6 +269,73 @@ func (c *cluster) testCancelledWaiter(t *testing.T) {
 		t.Fatalf("entries after the cancelled wait: %v, want the holder's only", e)
 	}
 	mustRelease(t, ls)
+}
+
+// testWaiterBehindALeavingWaiter: c waits behind b, who waits behind the
+// holder a. When b gives up, c's watch sees its predecessor deleted, but
+// a still holds: c must read the queue and wait on, not take the deletion
+// for a release (whether its member or the leader serves that read).
+func (c *cluster) testWaiterBehindALeavingWaiter(t *testing.T) {
+	t.Parallel()
+	a, b, w := c.locker(t, "a", nil), c.locker(t, "b", nil), c.locker(t, "c", nil)
+	admin := c.admin(t)
+	key := uniqueKey(t)
+	ls := mustAcquire(t, a, key)
+	bctx, bcancel := context.WithCancel(context.Background())
+	bdone := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(bctx, key)
+		bdone <- err
+	}()
+	waitEntries(t, admin, key, 2)
+	type result struct {
+		ls  distlock.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() { // returns at the latest when w closes, at the test's end
+		ls, err := w.Acquire(context.Background(), key)
+		got <- result{ls, err}
+	}()
+	waitEntries(t, admin, key, 3)
+	bcancel()
+	wantErr(t, <-bdone, distlock.ErrNotAcquired, context.Canceled)
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("c's Acquire failed while a holds: %v", r.err)
+		}
+		t.Fatalf("c was granted (fence %d) while a still holds (fence %d)", r.ls.Fence(), ls.Fence())
+	case <-time.After(500 * time.Millisecond):
+	}
+	if e := entries(t, admin, key); len(e) != 2 {
+		t.Fatalf("entries after b left: %v, want a's and c's", e)
+	}
+	mustRelease(t, ls)
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("c's Acquire after a's release: %v", r.err)
+		}
+		if r.ls.Fence() <= ls.Fence() {
+			t.Fatalf("c's fence %d, not above a's %d", r.ls.Fence(), ls.Fence())
+		}
+		mustRelease(t, r.ls)
+	case <-time.After(10 * time.Second):
+		t.Fatal("c was not granted after a's release")
+	}
+}
+
+// waitEntries waits until key has n entries.
+func waitEntries(t *testing.T, admin *clientv3.Client, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(entries(t, admin, key)) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("entries of %q: %v, want %d", key, entries(t, admin, key), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (c *cluster) testExtendAfterExpiry(t *testing.T) {
