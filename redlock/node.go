@@ -188,6 +188,9 @@ func (l *Locker) fanout(ctx context.Context, deadline time.Time, cmd func(i int)
 				if l.send(i, c, cmds[i], deadline, &res[i]) {
 					l.receive(ctx, i, c, len(cmds[i]), &res[i], late, &one[0])
 				}
+				if testHookBeforeDialWait != nil {
+					testHookBeforeDialWait()
+				}
 				wait(stop, stopped)
 				l.startLate(i, &res[i], late)
 				dialed[i] = one[0]
@@ -205,6 +208,9 @@ func (l *Locker) fanout(ctx context.Context, deadline time.Time, cmd func(i int)
 			l.receive(ctx, i, c, len(cmds[i]), &res[i], late, &conns[i])
 		}
 	}
+	if testHookBeforeWait != nil {
+		testHookBeforeWait()
+	}
 	wait(stop, stopped)
 	for i, c := range ready {
 		if c != nil {
@@ -221,6 +227,12 @@ func (l *Locker) fanout(ctx context.Context, deadline time.Time, cmd func(i int)
 	}
 	return res, conns
 }
+
+// testHookBeforeWait runs in fanout after the ready replies, before wait (nil in production; tests set it).
+var testHookBeforeWait func()
+
+// testHookBeforeDialWait runs in fanout's dial goroutine after its reply, before wait (nil in production; tests set it).
+var testHookBeforeDialWait func()
 
 // interrupt makes ctx's end interrupt every read and write on conns. The
 // caller must call wait(stop, stopped) before the connections are reused.
