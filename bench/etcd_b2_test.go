@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 )
@@ -39,41 +38,20 @@ func BenchmarkEtcdB2Handoff(b *testing.B) {
 }
 
 // BenchmarkEtcdB3OneKey: k workers loop acquire-release (no hold) on one
-// key for rlThroughputDur x b.N: acquisitions per second, per-worker
-// fairness (min/max count) and failures (an acquisition not done within
-// rlAcquireTimeout), etcdlock against concurrency.Mutex; "ratio" reports
-// ours/peer throughput per k (target >= 4 at k=8).
+// key, etcdlock against concurrency.Mutex: per k, the median
+// acquisitions/s of throughputRounds alternating rounds of
+// rlThroughputDur each, ours/peer (target >= 4 at k=8), failures (an
+// acquisition not done within rlAcquireTimeout) and fairness (see
+// runThroughput). Run with -benchtime=1x.
 func BenchmarkEtcdB3OneKey(b *testing.B) {
 	e := startEtcd(b)
-	rate := map[string]float64{}
-	for _, k := range []int{1, 8, 64} {
-		for _, impl := range []string{"peer", "ours"} {
-			b.Run(fmt.Sprintf("%s/k=%d", impl, k), func(b *testing.B) {
-				cs := etcdContenders(b, e, impl, k)
-				key := fmt.Sprintf("b3-%s-%d-%d", impl, k, time.Now().UnixNano())
-				b.ResetTimer()
-				r := rlWorkers(b, cs, func(int) string { return key }, time.Duration(b.N)*rlThroughputDur)
-				b.StopTimer()
-				total := 0
-				for _, c := range r.counts {
-					total += c
-				}
-				rate[fmt.Sprintf("%s/%d", impl, k)] = float64(total) / r.elapsed.Seconds()
-				b.ReportMetric(float64(total)/r.elapsed.Seconds(), "acq/s")
-				if mx := slices.Max(r.counts); mx > 0 {
-					b.ReportMetric(float64(slices.Min(r.counts))/float64(mx), "fairness")
-				}
-				b.ReportMetric(float64(r.failures), "failures")
-				b.ReportMetric(0, "ns/op")
-			})
-		}
-	}
-	b.Run("ratio", func(b *testing.B) {
-		for _, k := range []int{1, 8, 64} {
-			if p := rate[fmt.Sprintf("peer/%d", k)]; p > 0 {
-				b.ReportMetric(rate[fmt.Sprintf("ours/%d", k)]/p, fmt.Sprintf("ours/peer-k%d", k))
-			}
-		}
-		b.ReportMetric(0, "ns/op")
+	runThroughput(b, throughputCase{
+		impls:      [2]string{"ours", "peer"},
+		ks:         []int{1, 8, 64},
+		contenders: func(b *testing.B, impl string, k int) []contender { return etcdContenders(b, e, impl, k) },
+		key: func(impl string, k, round, _ int) string {
+			return fmt.Sprintf("b3-%s-%d-%d", impl, k, round) // one key per round
+		},
+		run: rlThroughputDur,
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -107,40 +106,23 @@ func (r rlRun) total() int {
 
 func (r rlRun) rate() float64 { return float64(r.total()) / r.elapsed.Seconds() }
 
-// report reports acquisitions/s, failures and the per-worker minimum and
-// maximum count.
-func (r rlRun) report(b *testing.B) {
-	b.ReportMetric(r.rate(), "acq/s")
-	b.ReportMetric(float64(r.failures), "failures")
-	b.ReportMetric(float64(slices.Min(r.counts)), "min/worker")
-	b.ReportMetric(float64(slices.Max(r.counts)), "max/worker")
-}
-
 // BenchmarkRedlockB3OneKey: k = 1, 8, 64 workers on one key over 5
 // masters, each looping blocking acquire + immediate release (ours:
 // Acquire + Release; redsync: LockContext with unbounded tries +
-// UnlockContext), spread over up to maxLockers Lockers/redsyncs, for
-// rlThroughputDur per b.N. It reports acquisitions/s, failures (an
-// acquisition that errs or waits longer than rlAcquireTimeout) and the
-// fairness: the fewest and most acquisitions of one worker. Run with
-// -benchtime=1x.
+// UnlockContext), spread over up to maxLockers Lockers/redsyncs: per k,
+// the median acquisitions/s of throughputRounds alternating rounds of
+// rlThroughputDur each, ours/redsync, failures (an acquisition that errs
+// or waits longer than rlAcquireTimeout) and fairness (see runThroughput).
+// Run with -benchtime=1x.
 func BenchmarkRedlockB3OneKey(b *testing.B) {
 	c := startRedlockNodes(b, 5)
-	rates := map[string]float64{}
-	for _, k := range []int{1, 8, 64} {
-		for _, impl := range []string{"ours", "redsync"} {
-			b.Run(fmt.Sprintf("%s/k=%d", impl, k), func(b *testing.B) {
-				cs := rlContenders(b, c, impl, k)
-				key := fmt.Sprintf("rlb3:%s:%d:%d", impl, k, time.Now().UnixNano())
-				b.ResetTimer()
-				r := rlWorkers(b, cs, func(int) string { return key }, time.Duration(b.N)*rlThroughputDur)
-				b.StopTimer()
-				r.report(b)
-				rates[fmt.Sprintf("%s/%d", impl, k)] = r.rate()
-			})
-		}
-		if o, r := rates[fmt.Sprintf("ours/%d", k)], rates[fmt.Sprintf("redsync/%d", k)]; r > 0 {
-			b.Logf("B3 k=%d: ours/redsync throughput %.2fx", k, o/r)
-		}
-	}
+	runThroughput(b, throughputCase{
+		impls:      [2]string{"ours", "redsync"},
+		ks:         []int{1, 8, 64},
+		contenders: func(b *testing.B, impl string, k int) []contender { return rlContenders(b, c, impl, k) },
+		key: func(impl string, k, round, _ int) string {
+			return fmt.Sprintf("rlb3:%s:%d:%d", impl, k, round) // one key per round
+		},
+		run: rlThroughputDur,
+	})
 }
