@@ -161,8 +161,11 @@ func (s *zkRole) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer s.done()
-	return n.Start(ctx)
+	if err := n.Start(ctx); err != nil {
+		return err // keep the member: the scenario's clean-up tries again
+	}
+	s.done()
+	return nil
 }
 
 func (s *zkRole) Unpause(ctx context.Context) error {
@@ -170,8 +173,11 @@ func (s *zkRole) Unpause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer s.done()
-	return n.Unpause(ctx)
+	if err := n.Unpause(ctx); err != nil {
+		return err // keep the member: the scenario's clean-up tries again
+	}
+	s.done()
+	return nil
 }
 
 func (s *zkRole) clockJump(ctx context.Context, d time.Duration) error {
