@@ -191,13 +191,26 @@ func (l *Locker) lockStatement(ctx context.Context, c *conn, id int64, ttl time.
 	var got bool
 	var fence int64
 	var pid int32
+	c.sent = time.Now()
 	if l.opts.Mode == ModeSession {
+		ms := msText(ttl)
+		if c.timeoutMS == ms { // the session's idle timeout is the TTL already
+			q := l.sql.tryKept
+			if wait {
+				q = l.sql.waitKept
+			}
+			err := c.QueryRow(ctx, q, id).Scan(&got, &fence, &pid)
+			return grantResult{got, uint64(fence), uint32(pid)}, err
+		}
 		q := l.sql.try
 		if wait {
 			q = l.sql.wait
 		}
 		var setting *string
-		err := c.QueryRow(ctx, q, id, msText(ttl)).Scan(&got, &fence, &pid, &setting)
+		err := c.QueryRow(ctx, q, id, ms).Scan(&got, &fence, &pid, &setting)
+		if err == nil && got {
+			c.setTimeout(ms)
+		}
 		return grantResult{got, uint64(fence), uint32(pid)}, err
 	}
 	q := l.sql.xtry
@@ -225,11 +238,15 @@ func (l *Locker) heartbeat(ctx context.Context, c *conn, ttl time.Duration, pid 
 	}
 	var p int32
 	var setting string
-	if err := c.QueryRow(ctx, q, msText(ttl)).Scan(&p, &setting); err != nil {
+	ms := msText(ttl)
+	if err := c.QueryRow(ctx, q, ms).Scan(&p, &setting); err != nil {
 		return err
 	}
 	if uint32(p) != pid {
 		return &PoolerError{ConnPID: pid, BackendPID: uint32(p), Lease: true}
+	}
+	if l.opts.Mode == ModeSession {
+		c.setTimeout(ms)
 	}
 	return nil
 }

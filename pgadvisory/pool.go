@@ -22,6 +22,23 @@ const closeTimeout = time.Second
 type conn struct {
 	*pgx.Conn
 	pid uint32 // pg_backend_pid() at set-up (session mode)
+	// timeoutMS is the session's idle_session_timeout as our statements
+	// last set it, in ms as text ("": not set, or reset to 0), and timeout
+	// the same as a duration. A connection keeps its lease's timeout when
+	// it returns to the pool, so the next lease with the same TTL need not
+	// set it again (see idle.go).
+	timeoutMS string
+	timeout   time.Duration
+	// sent is when the last statement before the connection went idle was
+	// sent: the server's idle clock started later.
+	sent time.Time
+}
+
+// setTimeout records that the session's idle_session_timeout is now ms
+// (msText of a TTL).
+func (c *conn) setTimeout(ms string) {
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	c.timeoutMS, c.timeout = ms, time.Duration(n)*time.Millisecond
 }
 
 // close closes the connection (sending Terminate if it can). Closing ends
@@ -32,8 +49,8 @@ func (c *conn) close() {
 	_ = c.Conn.Close(ctx)
 }
 
-// pool keeps idle connections for reuse, last in first out. It starts no
-// goroutines.
+// pool keeps idle connections for reuse, last in first out. Its only
+// goroutine is the sweep of idle.go, which close stops and waits for.
 type pool struct {
 	cfg     *pgx.ConnConfig
 	mode    Mode
@@ -43,6 +60,7 @@ type pool struct {
 	mu     sync.Mutex
 	idle   []*conn
 	closed bool
+	sweep  sweeper // resets the timeout of connections idle too long
 }
 
 func newPool(cfg *pgx.ConnConfig, o Options) *pool {
@@ -88,10 +106,10 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		if c == nil {
 			return p.dial(ctx)
 		}
-		if alive(c.PgConn().Conn()) {
+		if !c.expiring(time.Now()) && alive(c.PgConn().Conn()) {
 			return c, nil
 		}
-		c.close() // the server ended it while idle (restart, timeout)
+		c.close() // the server ended it while idle (restart, timeout), or may at any moment
 	}
 }
 
@@ -101,6 +119,9 @@ func (p *pool) put(c *conn) {
 	p.mu.Lock()
 	if !p.closed && len(p.idle) < p.maxIdle && !c.IsClosed() {
 		p.idle = append(p.idle, c)
+		if c.timeout > 0 {
+			p.armLocked(c.resetAt())
+		}
 		c = nil
 	}
 	p.mu.Unlock()
@@ -116,10 +137,12 @@ func (p *pool) close() {
 	p.closed = true
 	idle := p.idle
 	p.idle = nil
+	p.disarmLocked()
 	p.mu.Unlock()
 	for _, c := range idle {
 		c.close()
 	}
+	p.sweep.running.Wait()
 }
 
 // dial opens a connection and, in session mode, checks that no pooler

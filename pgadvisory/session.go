@@ -227,9 +227,13 @@ func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, err
 	}
 	var pid int32
 	var setting string
-	err := s.c.QueryRow(ctx, q, msText(ttl)).Scan(&pid, &setting)
+	ms := msText(ttl)
+	err := s.c.QueryRow(ctx, q, ms).Scan(&pid, &setting)
 	if err == nil && uint32(pid) != s.pid {
 		err = &PoolerError{ConnPID: s.pid, BackendPID: uint32(pid), Lease: true}
+	}
+	if err == nil && s.mode == ModeSession {
+		s.c.setTimeout(ms)
 	}
 	if err != nil {
 		err = fmt.Errorf("pgadvisory: heartbeat of %q failed, connection closed: %w", s.key, err)
@@ -281,9 +285,9 @@ func (s *session) Release(ctx context.Context) error {
 // held and by which backend.
 func (s *session) unlock(ctx context.Context) (held bool, pid uint32, err error) {
 	var p int32
+	s.c.sent = time.Now()
 	if s.mode == ModeSession {
-		var setting string
-		err = s.c.QueryRow(ctx, s.l.sql.unlock, s.id).Scan(&held, &p, &setting)
+		err = s.c.QueryRow(ctx, s.l.sql.unlock, s.id).Scan(&held, &p)
 		return held, uint32(p), err
 	}
 	b := &pgx.Batch{}

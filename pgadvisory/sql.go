@@ -14,8 +14,9 @@ import (
 // one round trip. Each lock statement returns (got bool, fence bigint,
 // pg_backend_pid() int4).
 type statements struct {
-	// session mode
-	try, wait, heartbeat, unlock string
+	// session mode; tryKept and waitKept are try and wait for a session
+	// whose idle timeout is already the TTL (see idle.go)
+	try, wait, tryKept, waitKept, heartbeat, unlock string
 	// transaction mode: the lock runs after begin and the TTL setting, in
 	// one batch; the heartbeat is the same shape with the local setting.
 	xtry, xwait, xsettings, xheartbeat string
@@ -31,10 +32,13 @@ func newStatements(sequence string, check time.Duration) *statements {
 		try: "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid(), " +
 			"CASE WHEN l.got THEN set_config('idle_session_timeout', $2, false) END FROM pg_try_advisory_lock($1) AS l(got)",
 		wait: "SELECT true, " + next + ", pg_backend_pid(), set_config('idle_session_timeout', $2, false) FROM pg_advisory_lock($1)",
+		// $1 lock ID.
+		tryKept:  "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid() FROM pg_try_advisory_lock($1) AS l(got)",
+		waitKept: "SELECT true, " + next + ", pg_backend_pid() FROM pg_advisory_lock($1)",
 		// $1 idle_session_timeout in ms (text).
 		heartbeat: "SELECT pg_backend_pid(), set_config('idle_session_timeout', $1, false)",
-		// $1 lock ID. Resets the timeout for the connection's idle life in the pool.
-		unlock: "SELECT pg_advisory_unlock($1), pg_backend_pid(), set_config('idle_session_timeout', '0', false)",
+		// $1 lock ID. The session keeps its idle timeout (see idle.go).
+		unlock: "SELECT pg_advisory_unlock($1), pg_backend_pid()",
 
 		xtry:  "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid() FROM pg_try_advisory_xact_lock($1) AS l(got)",
 		xwait: "SELECT true, " + next + ", pg_backend_pid() FROM pg_advisory_xact_lock($1)",

@@ -72,6 +72,7 @@ func (l *Locker) probe(ctx context.Context) error {
 		return err
 	}
 	var one int
+	c.sent = time.Now()
 	if err := c.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
 		c.close()
 		return err

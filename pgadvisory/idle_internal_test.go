@@ -1,0 +1,35 @@
+package pgadvisory
+
+import (
+	"testing"
+	"time"
+)
+
+// TestIdleDeadlines: a connection that kept a timeout is reset at
+// timeout - 2*margin of idle time and no longer used from timeout -
+// margin (margin t/4, at most 1 s); one without a timeout never expires.
+func TestIdleDeadlines(t *testing.T) {
+	sent := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		ms            string
+		reset, refuse time.Duration
+	}{
+		{"400", 200 * time.Millisecond, 300 * time.Millisecond},
+		{"30000", 28 * time.Second, 29 * time.Second},
+	} {
+		c := &conn{sent: sent}
+		c.setTimeout(tc.ms)
+		if got := c.resetAt().Sub(sent); got != tc.reset {
+			t.Errorf("timeout %s ms: reset after %v idle, want %v", tc.ms, got, tc.reset)
+		}
+		if c.expiring(sent.Add(tc.refuse - time.Millisecond)) {
+			t.Errorf("timeout %s ms: expiring before %v idle", tc.ms, tc.refuse)
+		}
+		if !c.expiring(sent.Add(tc.refuse)) {
+			t.Errorf("timeout %s ms: not expiring after %v idle", tc.ms, tc.refuse)
+		}
+	}
+	if (&conn{sent: sent}).expiring(sent.Add(time.Hour)) {
+		t.Error("a connection without a timeout expires")
+	}
+}

@@ -1,0 +1,107 @@
+package pgadvisory_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/pgadvisory"
+)
+
+// holderPID is the backend holding key (default namespace).
+func (s *server) holderPID(t *testing.T, key string) int32 {
+	t.Helper()
+	held, _ := s.holders(t, pgadvisory.KeyID(pgadvisory.DefaultNamespace, key))
+	if len(held) != 1 {
+		t.Fatalf("%q held by %v", key, held)
+	}
+	return held[0]
+}
+
+// cutHolder black-holes link and checks that the server frees key (held
+// under a TTL of ttl) within ttl + 1 s: its session's idle timeout is the
+// TTL.
+func cutHolder(t *testing.T, s *server, link string, other *pgadvisory.Locker, key string, ls distlock.Lease, ttl time.Duration) {
+	t.Helper()
+	l := s.node.Link(link)
+	cut := time.Now()
+	l.Blackhole()
+	defer l.Heal()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*ttl)
+	defer cancel()
+	next, err := other.Acquire(ctx, key)
+	if err != nil {
+		t.Fatalf("nobody acquired after the holder was cut off: %v", err)
+	}
+	took := time.Since(cut)
+	if took > ttl+time.Second {
+		t.Fatalf("freed %v after the cut, TTL %v: the session's idle timeout was not the TTL", took, ttl)
+	}
+	t.Logf("freed %v after the cut", took)
+	mustRelease(t, next)
+	l.Heal()
+	wantErr(t, ls.Release(context.Background()), distlock.ErrLeaseLost)
+}
+
+// TestKeptIdleTimeout: a released connection keeps its lease's idle
+// timeout in the pool; the next lease on it with the same TTL does not set
+// it again, and the server still frees that holder within the TTL when it
+// is cut off.
+func TestKeptIdleTimeout(t *testing.T) {
+	s := startPostgres(t)
+	l, other := s.locker(t, "a", nil), s.locker(t, "b", nil)
+	key := uniqueKey(t)
+	ttl := time.Second
+	first := mustAcquire(t, l, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
+	pid := s.holderPID(t, key)
+	mustRelease(t, first)
+	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
+	if again := s.holderPID(t, key); again != pid {
+		t.Fatalf("the second lease is on backend %d, not the pooled %d", again, pid)
+	}
+	cutHolder(t, s, "a", other, key, ls, ttl)
+}
+
+// TestChangedIdleTimeout: a pooled connection kept a longer TTL's idle
+// timeout; a lease with a shorter TTL on it sets its own.
+func TestChangedIdleTimeout(t *testing.T) {
+	s := startPostgres(t)
+	l, other := s.locker(t, "a", nil), s.locker(t, "b", nil)
+	key := uniqueKey(t)
+	first := mustAcquire(t, l, key, distlock.WithTTL(time.Minute))
+	pid := s.holderPID(t, key)
+	mustRelease(t, first)
+	ttl := time.Second
+	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
+	if again := s.holderPID(t, key); again != pid {
+		t.Fatalf("the second lease is on backend %d, not the pooled %d", again, pid)
+	}
+	cutHolder(t, s, "a", other, key, ls, ttl)
+}
+
+// TestIdleConnectionOutlivesTTL: a pooled connection idle for longer than
+// the TTL it kept is not ended by the server (the pool resets its idle
+// timeout in time) and serves the next lease.
+func TestIdleConnectionOutlivesTTL(t *testing.T) {
+	s := startPostgres(t)
+	l := s.locker(t, "a", nil)
+	key := uniqueKey(t)
+	ttl := 400 * time.Millisecond
+	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl))
+	pid := s.holderPID(t, key)
+	mustRelease(t, ls)
+	time.Sleep(3 * ttl)
+	var n int
+	if err := s.admin(t).QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("the pooled session %d ended while idle %v with a TTL of %v", pid, 3*ttl, ttl)
+	}
+	ls = mustAcquire(t, l, key, distlock.WithTTL(ttl))
+	if again := s.holderPID(t, key); again != pid {
+		t.Fatalf("the next lease is on backend %d, not the pooled %d", again, pid)
+	}
+	mustRelease(t, ls)
+}
