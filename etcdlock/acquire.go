@@ -140,11 +140,11 @@ func adoptable(value []byte, token, op, my string) error {
 }
 
 // wait waits until the entry my (created at rev) has no entry ahead of it.
-// It watches pred, the entry just ahead, from the revision after read (the
-// revision of the read that found it), and re-reads when pred goes, when
-// the watch fails or every PollInterval. It returns the instant before the
-// read that found the lock free, and a keepalive round sent for it. On
-// failure the entry is deleted.
+// It watches pred, the entry just ahead, which a read at revision read
+// found, and re-reads when pred goes, when the watch fails or every
+// PollInterval. It returns the instant before the read that found the
+// lock free, and a keepalive round sent for it. On failure the entry is
+// deleted.
 func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64, pred *entry, read int64, o distlock.Options) (time.Time, *round, error) {
 	giveUp := func(err error) (time.Time, *round, error) {
 		l.giveUp(ctx, s, key, rev)
@@ -156,7 +156,7 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 		var gone int64 // the revision that deleted pred, if the watch saw it
 		if !recheck {
 			var err error
-			if gone, err = l.watch(ctx, s, pred.key, read); err != nil {
+			if gone, err = l.watch(ctx, s, pred, read); err != nil {
 				return giveUp(err)
 			}
 		}
@@ -196,17 +196,27 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 	}
 }
 
-// watch waits until the entry pred is deleted after revision read, the
-// watch fails, or PollInterval passes. It returns the revision of the
-// deletion, or 0 when it stopped for another reason (read the queue again
-// all the same). It returns an error if ctx ends, the Locker closes or the
-// session dies.
-func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64) (int64, error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(l.closing.Context()))
+// watch waits until the entry pred, which a read at revision read found,
+// is deleted, the watch fails, or PollInterval passes. It returns the
+// revision of the deletion, or 0 when it stopped for another reason (read
+// the queue again all the same). It returns an error if ctx ends, the
+// Locker closes or the session dies.
+//
+// The watch starts at the member's current revision, so the member serves
+// it as soon as a deletion commits (a watch from a revision the member has
+// already passed waits for etcd's 100 ms catch-up loop, which is why
+// concurrency.Mutex hands off in about 100 ms). If the member had passed
+// read when the watch started, pred may have gone in between: one point
+// read at or after the watch's start (stillThere) checks that it has not,
+// before the watch is trusted.
+func (l *Locker) watch(ctx context.Context, s *session, pred *entry, read int64) (int64, error) {
+	l.keepStream()
+	if testHookBeforeWatch != nil {
+		testHookBeforeWatch(pred.key)
+	}
+	wctx, cancel := context.WithCancel(l.waitContext())
 	defer cancel()
-	// From read+1, a revision the member has usually not reached: the
-	// watcher is then "synced" and hears the deletion as it commits.
-	wch := l.cli.Watch(wctx, pred, clientv3.WithRev(read+1), clientv3.WithCreatedNotify())
+	wch := l.cli.Watch(wctx, pred.key, clientv3.WithCreatedNotify())
 	poll := time.NewTimer(l.opts.PollInterval)
 	defer poll.Stop()
 	for {
@@ -224,10 +234,7 @@ func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64)
 				return 0, nil
 			}
 			if wr.Created {
-				// The member had passed read+1 when the watch was set up: a
-				// deletion in between reaches us only through etcd's
-				// 100 ms catch-up loop, so read again now.
-				if wr.Header.Revision > read {
+				if wr.Header.Revision > read && !l.stillThere(ctx, s, pred, wr.Header.Revision) {
 					return 0, nil
 				}
 				continue
@@ -239,6 +246,32 @@ func (l *Locker) watch(ctx context.Context, s *session, pred string, read int64)
 			}
 		}
 	}
+}
+
+// testHookBeforeWatch, set by tests only (nil in production), runs before
+// a waiter starts watching its predecessor pred.
+var testHookBeforeWatch func(pred string)
+
+// stillThere reports whether pred still exists, with its create revision,
+// at revision from or later: then it was not deleted up to from (a deleted
+// entry never comes back with the same create revision). The member
+// answers first (serializable) if it has reached from, else the leader.
+// An error reports false.
+func (l *Locker) stillThere(ctx context.Context, s *session, pred *entry, from int64) bool {
+	var resp *clientv3.GetResponse
+	_, err := l.do(ctx, s.ttl, time.Time{}, 1, s.dead, func(ctx context.Context) error {
+		var err error
+		resp, err = l.cli.Get(ctx, pred.key, clientv3.WithSerializable())
+		if err == nil && resp.Header.Revision < from {
+			resp, err = l.cli.Get(ctx, pred.key)
+		}
+		return err
+	})
+	if err != nil || resp.Header.Revision < from {
+		return false
+	}
+	kvs := resp.Kvs
+	return len(kvs) == 1 && kvs[0].CreateRevision == pred.rev
 }
 
 // queueRead reads the waiter's own entry my (created at rev) and the entry

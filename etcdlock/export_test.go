@@ -84,3 +84,7 @@ func (l *Locker) QueueRead(ctx context.Context, key, my string, rev, gone int64)
 	return resp.Header.Revision, len(resp.Responses[0].GetResponseRange().Kvs) > 0,
 		len(resp.Responses[1].GetResponseRange().Kvs), nil
 }
+
+// SetBeforeWatch makes f run before every waiter starts watching its
+// predecessor (the etcd key pred); nil removes it.
+func SetBeforeWatch(f func(pred string)) { testHookBeforeWatch = f }

@@ -22,10 +22,12 @@
 //
 // Acquire: one transaction creates the entry if absent and reads the entry
 // just before it; the call holds the lock if there is none. Otherwise it
-// watches only that predecessor (no herd), from the revision after its
-// read: a watch from a revision not yet reached is served as soon as the
-// deletion commits, where concurrency.Mutex's watch from the current
-// revision waits for etcd's 100 ms catch-up loop. When the predecessor
+// watches only that predecessor (no herd), from the member's current
+// revision, so the member serves the watch as soon as the deletion commits
+// (concurrency.Mutex's watch starts at its read's revision, which the
+// member has usually passed, and waits for etcd's 100 ms catch-up loop);
+// if the member had passed the read when the watch started, one point
+// read checks that the predecessor is still there. When the predecessor
 // goes, one read checks that the caller's entry still exists and that no
 // earlier entry is left; it is served by the member (serializable) when
 // the member has applied the deletion, since an earlier entry can only go,
@@ -72,6 +74,7 @@ type Locker struct {
 
 	mu       sync.Mutex
 	closed   bool
+	keeping  bool                         // the stream keeper runs (stream.go)
 	sessions map[time.Duration][]*session // by TTL
 	held     map[distlock.Lease]*driver
 

@@ -1,0 +1,62 @@
+package etcdlock
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The etcd client multiplexes the watches that carry the same metadata
+// over one gRPC stream per client, and closes that stream when its last
+// watch ends. A waiter watches its predecessor for one wait only, so
+// without anything else open every wait set up and tore down a stream on
+// both sides (a new HTTP/2 stream, and the member's per-stream goroutines
+// and watch stream). The Locker therefore keeps one idle watch open on
+// the stream its waits use, from its first wait until Close: the waits'
+// watches then come and go on a stream that stays. Under contention (8
+// Lockers on one key, B3) this raised acquisitions/s by 15-20%.
+
+// streamKeeperKey is the key the stream keeper watches. No lock writes it:
+// an entry of a lock is Prefix + key + "/" + a lease ID, never this.
+func (l *Locker) streamKeeperKey() string { return l.opts.Prefix + "\x00distlock-stream-keeper" }
+
+// streamKeeperRetry is how long the keeper waits before watching again
+// after its watch ended (the member lost its leader, the stream broke).
+const streamKeeperRetry = 500 * time.Millisecond
+
+// waitContext is the context of a wait's watch, from which the client
+// derives the stream it uses (the metadata must match the keeper's).
+func (l *Locker) waitContext() context.Context {
+	return clientv3.WithRequireLeader(l.closing.Context())
+}
+
+// keepStream starts the stream keeper once; it runs until Close. It does
+// nothing if the Locker is closing.
+func (l *Locker) keepStream() {
+	l.mu.Lock()
+	if l.keeping || l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.keeping = true
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		for {
+			ctx, cancel := context.WithCancel(l.waitContext())
+			for range l.cli.Watch(ctx, l.streamKeeperKey()) {
+				// nothing writes the key; drain whatever the stream says
+			}
+			cancel()
+			t := time.NewTimer(streamKeeperRetry)
+			select {
+			case <-l.closing.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
