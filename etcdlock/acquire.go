@@ -216,33 +216,43 @@ func (l *Locker) watch(ctx context.Context, s *session, pred *entry, read int64)
 	}
 	wctx, cancel := context.WithCancel(l.waitContext())
 	defer cancel()
-	wch := l.cli.Watch(wctx, pred.key, clientv3.WithCreatedNotify())
-	poll := time.NewTimer(l.opts.PollInterval)
+	// The client's Watch blocks until the member confirms the watch, which
+	// waits for the stream to reconnect if it is broken (a waiter cut off
+	// from the cluster): the caller's end, the session's death and the
+	// poll must end that wait too. Each cancels wctx, which closes wch.
+	defer context.AfterFunc(ctx, cancel)()
+	poll := time.AfterFunc(l.opts.PollInterval, cancel)
 	defer poll.Stop()
-	for {
+	go func() {
 		select {
-		case <-ctx.Done():
-			return 0, errors.Join(distlock.ErrNotAcquired, ctx.Err())
-		case <-l.closing.Done():
-			return 0, errClosed
 		case <-s.dead:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	for wch := l.cli.Watch(wctx, pred.key, clientv3.WithCreatedNotify()); ; {
+		wr, ok := <-wch
+		switch {
+		case ctx.Err() != nil:
+			return 0, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+		case l.closing.Fired():
+			return 0, errClosed
+		case s.isDead():
 			return 0, errors.Join(ErrSessionExpired, s.err())
-		case <-poll.C:
-			return 0, nil
-		case wr, ok := <-wch:
-			if !ok || wr.Canceled || wr.Err() != nil {
+		case !ok || wr.Canceled || wr.Err() != nil:
+			return 0, nil // the poll, or the watch failed: read the queue again
+		case wr.Created:
+			if wr.Header.Revision > read && !l.stillThere(ctx, s, pred, wr.Header.Revision) {
 				return 0, nil
 			}
-			if wr.Created {
-				if wr.Header.Revision > read && !l.stillThere(ctx, s, pred, wr.Header.Revision) {
-					return 0, nil
-				}
-				continue
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
-					return ev.Kv.ModRevision, nil
-				}
+			continue
+		}
+		for _, ev := range wr.Events {
+			// A member behind read may still report the deletion of an
+			// earlier entry under the same key (the session queued for
+			// the lock before): pred itself existed at read.
+			if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > read {
+				return ev.Kv.ModRevision, nil
 			}
 		}
 	}

@@ -88,3 +88,6 @@ func (l *Locker) QueueRead(ctx context.Context, key, my string, rev, gone int64)
 // SetBeforeWatch makes f run before every waiter starts watching its
 // predecessor (the etcd key pred); nil removes it.
 func SetBeforeWatch(f func(pred string)) { testHookBeforeWatch = f }
+
+// KeeperRev is the revision the stream keeper's watch starts at.
+const KeeperRev = keeperRev

@@ -21,9 +21,22 @@ import (
 // an entry of a lock is Prefix + key + "/" + a lease ID, never this.
 func (l *Locker) streamKeeperKey() string { return l.opts.Prefix + "\x00distlock-stream-keeper" }
 
-// streamKeeperRetry is how long the keeper waits before watching again
-// after its watch ended (the member lost its leader, the stream broke).
-const streamKeeperRetry = 500 * time.Millisecond
+// keeperRev is the revision the keeper's watch starts at: one no cluster
+// reaches. Such a watch is served with the synced ones and never reports
+// anything. A watch from the current revision would do as well until the
+// stream breaks: the client then resumes it from the revision it was
+// created at, which it never moves past without events, and the member
+// would replay the whole history since then to an unsynced watcher.
+const keeperRev = int64(1) << 62
+
+// keeperRetryMin and keeperRetryMax bound how long the keeper waits
+// before watching again after its watch ended (the member lost its
+// leader, the stream broke, or the user may not read the key): the delay
+// doubles while watches end within keeperRetryMax of their start.
+const (
+	keeperRetryMin = 500 * time.Millisecond
+	keeperRetryMax = 30 * time.Second
+)
 
 // waitContext is the context of a wait's watch, from which the client
 // derives the stream it uses (the metadata must match the keeper's).
@@ -44,19 +57,25 @@ func (l *Locker) keepStream() {
 	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
+		delay := keeperRetryMin
 		for {
+			start := time.Now()
 			ctx, cancel := context.WithCancel(l.waitContext())
-			for range l.cli.Watch(ctx, l.streamKeeperKey()) {
-				// nothing writes the key; drain whatever the stream says
+			for range l.cli.Watch(ctx, l.streamKeeperKey(), clientv3.WithRev(keeperRev)) {
+				// nothing reaches keeperRev; drain whatever the stream says
 			}
 			cancel()
-			t := time.NewTimer(streamKeeperRetry)
+			if time.Since(start) > keeperRetryMax {
+				delay = keeperRetryMin
+			}
+			t := time.NewTimer(delay)
 			select {
 			case <-l.closing.Done():
 				t.Stop()
 				return
 			case <-t.C:
 			}
+			delay = min(2*delay, keeperRetryMax)
 		}
 	}()
 }

@@ -2,10 +2,14 @@ package etcdlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/etcdlock"
 )
 
@@ -87,5 +91,74 @@ func TestPredecessorGoneBeforeWatch(t *testing.T) {
 				_ = held.Release(context.Background()) // its entry is gone; the lease reports that
 			}
 		})
+	}
+}
+
+// TestCutOffWhileWatchStarts (S26): the waiter is cut off from the cluster
+// just as it starts watching its predecessor, so the member never confirms
+// the watch and the client's Watch call waits for a stream that does not
+// come back. The session's death must still end the wait: Acquire returns
+// ErrSessionExpired within about a TTL, not when the Locker closes.
+func TestCutOffWhileWatchStarts(t *testing.T) {
+	c := startCluster(t)
+	holder, waiter := c.locker(t, "h", nil), c.locker(t, "waiter", nil)
+	key := uniqueKey(t)
+	ttl := 2 * time.Second
+	held := mustAcquire(t, holder, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Minute))
+	defer mustRelease(t, held)
+	heal := func() {}
+	defer func() { heal() }()
+	var once sync.Once
+	etcdlock.SetBeforeWatch(func(string) { once.Do(func() { heal = c.cut("waiter") }) })
+	defer etcdlock.SetBeforeWatch(nil)
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ls, err := waiter.Acquire(ctx, key, distlock.WithTTL(ttl))
+		if err == nil {
+			_ = ls.Release(context.Background())
+		}
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		wantErr(t, err, etcdlock.ErrSessionExpired, distlock.ErrUnavailable)
+		t.Logf("the waiter returned %v after it started: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(4 * ttl):
+		heal()
+		t.Fatalf("the waiter cut off while its watch started still waits %v later", 4*ttl)
+	}
+}
+
+// TestKeeperWatch checks what the stream keeper relies on: etcd accepts a
+// watch from KeeperRev (a revision no cluster reaches), confirms it, keeps
+// it open and reports nothing when its key changes.
+func TestKeeperWatch(t *testing.T) {
+	c := startCluster(t)
+	admin := c.admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := uniqueKey(t)
+	wch := admin.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(etcdlock.KeeperRev), clientv3.WithCreatedNotify())
+	wr := <-wch
+	if !wr.Created || wr.Canceled || wr.Err() != nil {
+		t.Fatalf("watch from KeeperRev: created %v, canceled %v, err %v", wr.Created, wr.Canceled, wr.Err())
+	}
+	for i := range 3 {
+		if _, err := admin.Put(ctx, key, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := admin.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	// A watch of the same key from the current revision hears those
+	// writes at once; the keeper's must hear nothing.
+	select {
+	case wr, ok := <-wch:
+		t.Fatalf("the keeper's watch reported %+v (open %v)", wr, ok)
+	case <-time.After(500 * time.Millisecond):
 	}
 }
