@@ -45,11 +45,15 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 	}
 	defer l.wg.Done()
 	var last error
+	stale := 0 // pooled connections found ended for idleness
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), err, last)
 		}
 		c, err := l.pool.get(ctx)
+		if err == nil && testHookAfterGet != nil {
+			testHookAfterGet(c)
+		}
 		if pe, ok := pgError(err); ok && pe.Code == codeOutOfSharedMemory {
 			err = &LockTableFullError{Key: key, Err: pe} // a new session needs lock table entries too
 		}
@@ -69,6 +73,10 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 			return nil, errors.Join(distlock.ErrClosed, err)
 		case ctx.Err() != nil && wait:
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), ctx.Err(), err)
+		case endedIdle(err) && stale < maxStale:
+			stale++ // the statement never ran: send it on another connection
+			last = err
+			continue
 		case !wait || !retryable(err):
 			return nil, err
 		}
@@ -81,6 +89,10 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		}
 	}
 }
+
+// maxStale bounds how many pooled connections one acquisition may find
+// ended for idleness (see endedIdle) before it gives up.
+const maxStale = 3
 
 // retryable: a blocking Acquire tries again after errors that happen
 // before it queues on the server (it cannot connect), and after a grant
@@ -98,6 +110,10 @@ func retryable(err error) bool {
 	}
 	return false
 }
+
+// testHookAfterGet, set by tests only, runs on the connection an
+// acquisition took from the pool, before its statements.
+var testHookAfterGet func(*conn)
 
 // testHookAfterWait, set by tests only, runs after a blocking lock
 // statement returns.

@@ -86,7 +86,19 @@ const (
 	codeInsufficientPriv  = "42501"
 	codeDuplicateTable    = "42P07"
 	codeUniqueViolation   = "23505"
+	codeIdleSession       = "57P05" // idle_session_timeout ended the session
 )
+
+// endedIdle reports an error that proves the server ended the session
+// for idleness before it read the statement that failed: a pooled
+// connection kept its lease's idle timeout (idle.go) and, in spite of the
+// pool's margin, the statement came too late (a long pause of the
+// client). The statement never ran, so it can be sent again on another
+// connection.
+func endedIdle(err error) bool {
+	pe, ok := pgError(err)
+	return ok && pe.Code == codeIdleSession
+}
 
 // errUnknown marks a request whose effect on the server is unknown (the
 // reply was lost, the context ended in flight); the connection was closed,

@@ -1,6 +1,8 @@
 package pgadvisory
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -24,3 +26,34 @@ func SetHookAfterWait(t testing.TB, f func()) {
 
 // Closing reports whether Close has begun on l.
 func Closing(l *Locker) bool { return l.isClosed() }
+
+// EndIdleAfterGet makes the next connection an acquisition takes from the
+// pool end for idleness (idle_session_timeout, SQLSTATE 57P05) before the
+// acquisition's statement reaches the server, as a client pause longer
+// than the pool's margin would, until t ends.
+func EndIdleAfterGet(t testing.TB) {
+	var once sync.Once
+	testHookAfterGet = func(c *conn) {
+		once.Do(func() {
+			if _, err := c.Exec(context.Background(), "SELECT set_config('idle_session_timeout', '50', false)"); err != nil {
+				t.Errorf("set the idle timeout: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		})
+	}
+	t.Cleanup(func() { testHookAfterGet = nil })
+}
+
+// SweepResets returns a channel that receives each time the pool's sweep
+// starts resetting an idle connection's timeout, until t ends.
+func SweepResets(t testing.TB) <-chan struct{} {
+	ch := make(chan struct{}, 16)
+	testHookReset = func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookReset = nil })
+	return ch
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/distlock/distlock/internal/stop"
 )
 
 // A session-mode lease sets its session's idle_session_timeout to the TTL
@@ -45,12 +47,13 @@ func (c *conn) resetAt() time.Time {
 }
 
 // sweeper is the pool's timer for resetting idle connections' timeouts.
-// Guarded by pool.mu, except running.
+// Guarded by pool.mu, except running and stopping.
 type sweeper struct {
-	timer   *time.Timer
-	at      time.Time // when timer fires; zero when none is armed
-	gen     uint64    // the armed timer's generation
-	running sync.WaitGroup
+	timer    *time.Timer
+	at       time.Time // when timer fires; zero when none is armed
+	gen      uint64    // the armed timer's generation
+	running  sync.WaitGroup
+	stopping *stop.Signal // fired by pool.close: resets in flight end at once
 }
 
 // armLocked makes sure a sweep runs at or before at. p.mu is held.
@@ -114,10 +117,16 @@ func (p *pool) sweepIdle(gen uint64) {
 	}
 }
 
+// testHookReset, set by tests only, runs as the sweep starts a reset.
+var testHookReset func()
+
 // reset clears c's idle timeout and returns it to the pool, or closes it
 // if the statement fails.
 func (p *pool) reset(c *conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+	if testHookReset != nil {
+		testHookReset()
+	}
+	ctx, cancel := context.WithTimeout(p.sweep.stopping.Context(), resetTimeout)
 	defer cancel()
 	c.sent = time.Now()
 	var setting string

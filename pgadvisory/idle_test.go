@@ -87,21 +87,52 @@ func TestIdleConnectionOutlivesTTL(t *testing.T) {
 	s := startPostgres(t)
 	l := s.locker(t, "a", nil)
 	key := uniqueKey(t)
-	ttl := 400 * time.Millisecond
+	// The sweep resets the timeout at TTL - 2*margin of idle time (1 s) and
+	// the server would end the session at the TTL (2 s): a second of slack
+	// for a late timer on a loaded machine.
+	ttl := 2 * time.Second
 	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl))
 	pid := s.holderPID(t, key)
 	mustRelease(t, ls)
-	time.Sleep(3 * ttl)
+	time.Sleep(5 * ttl / 2)
 	var n int
 	if err := s.admin(t).QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 1 {
-		t.Fatalf("the pooled session %d ended while idle %v with a TTL of %v", pid, 3*ttl, ttl)
+		t.Fatalf("the pooled session %d ended while idle %v with a TTL of %v", pid, 5*ttl/2, ttl)
 	}
 	ls = mustAcquire(t, l, key, distlock.WithTTL(ttl))
 	if again := s.holderPID(t, key); again != pid {
 		t.Fatalf("the next lease is on backend %d, not the pooled %d", again, pid)
 	}
 	mustRelease(t, ls)
+}
+
+// TestPooledConnectionEndedForIdleness: the server ends a pooled session
+// for idleness after the pool handed it out but before the lock statement
+// reached it (a client paused past the pool's margin). The statement never
+// ran, so TryAcquire and Acquire send it again on another connection
+// instead of failing.
+func TestPooledConnectionEndedForIdleness(t *testing.T) {
+	s := startPostgres(t)
+	l := s.locker(t, "a", nil)
+	key := uniqueKey(t)
+	for _, try := range []bool{true, false} {
+		mustRelease(t, mustAcquire(t, l, key)) // leaves an idle pooled connection
+		pgadvisory.EndIdleAfterGet(t)
+		var ls distlock.Lease
+		var err error
+		if try {
+			ls, err = l.TryAcquire(context.Background(), key)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ls, err = l.Acquire(ctx, key)
+			cancel()
+		}
+		if err != nil {
+			t.Fatalf("try %v: a statement the server never ran was not sent again: %v", try, err)
+		}
+		mustRelease(t, ls)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/stop"
 )
 
 // closeTimeout bounds the Terminate message sent when a connection is
@@ -64,7 +65,7 @@ type pool struct {
 }
 
 func newPool(cfg *pgx.ConnConfig, o Options) *pool {
-	p := &pool{cfg: cfg, mode: o.Mode, maxIdle: max(o.MaxIdle, 0)}
+	p := &pool{cfg: cfg, mode: o.Mode, maxIdle: max(o.MaxIdle, 0), sweep: sweeper{stopping: stop.New()}}
 	if o.Mode == ModeSession {
 		p.setup = setupSQL(o.ConnCheckInterval)
 	}
@@ -139,6 +140,7 @@ func (p *pool) close() {
 	p.idle = nil
 	p.disarmLocked()
 	p.mu.Unlock()
+	p.sweep.stopping.Fire() // a sweep's resets end at once; it closes their connections
 	for _, c := range idle {
 		c.close()
 	}

@@ -65,18 +65,24 @@ func (l *Locker) watchWait(c *conn, ttl time.Duration) (stop func() error) {
 	}
 }
 
-// probe runs SELECT 1 on a pooled connection within ctx.
+// probe runs SELECT 1 on a pooled connection within ctx; on another one
+// if the server had ended the pooled session for idleness (see endedIdle).
 func (l *Locker) probe(ctx context.Context) error {
-	c, err := l.pool.get(ctx)
-	if err != nil {
-		return err
+	for stale := 0; ; stale++ {
+		c, err := l.pool.get(ctx)
+		if err != nil {
+			return err
+		}
+		var one int
+		c.sent = time.Now()
+		if err := c.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+			c.close()
+			if endedIdle(err) && stale < maxStale {
+				continue
+			}
+			return err
+		}
+		l.pool.put(c)
+		return nil
 	}
-	var one int
-	c.sent = time.Now()
-	if err := c.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
-		c.close()
-		return err
-	}
-	l.pool.put(c)
-	return nil
 }
