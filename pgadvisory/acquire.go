@@ -74,7 +74,7 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		case ctx.Err() != nil && wait:
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), ctx.Err(), err)
 		case endedIdle(err) && stale < maxStale:
-			stale++ // the statement never ran: send it on another connection
+			stale++ // the session ended with whatever it held: start again on another connection
 			last = err
 			continue
 		case !wait || !retryable(err):

@@ -93,8 +93,10 @@ const (
 // for idleness before it read the statement that failed: a pooled
 // connection kept its lease's idle timeout (idle.go) and, in spite of the
 // pool's margin, the statement came too late (a long pause of the
-// client). The statement never ran, so it can be sent again on another
-// connection.
+// client), or the confirmation after a long wait came too late. Either
+// way the session is gone with any lock it held (Postgres frees a
+// backend's locks when it exits), so the acquisition can start again on
+// another connection.
 func endedIdle(err error) bool {
 	pe, ok := pgError(err)
 	return ok && pe.Code == codeIdleSession

@@ -30,7 +30,8 @@ func Closing(l *Locker) bool { return l.isClosed() }
 // EndIdleAfterGet makes the next connection an acquisition takes from the
 // pool end for idleness (idle_session_timeout, SQLSTATE 57P05) before the
 // acquisition's statement reaches the server, as a client pause longer
-// than the pool's margin would, until t ends.
+// than the pool's margin would, until t ends. It returns once the server
+// has ended the session.
 func EndIdleAfterGet(t testing.TB) {
 	var once sync.Once
 	testHookAfterGet = func(c *conn) {
@@ -38,7 +39,13 @@ func EndIdleAfterGet(t testing.TB) {
 			if _, err := c.Exec(context.Background(), "SELECT set_config('idle_session_timeout', '50', false)"); err != nil {
 				t.Errorf("set the idle timeout: %v", err)
 			}
-			time.Sleep(500 * time.Millisecond)
+			for deadline := time.Now().Add(10 * time.Second); alive(c.PgConn().Conn()); {
+				if time.Now().After(deadline) {
+					t.Errorf("the server did not end the idle session")
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 		})
 	}
 	t.Cleanup(func() { testHookAfterGet = nil })

@@ -119,7 +119,9 @@ func TestPooledConnectionEndedForIdleness(t *testing.T) {
 	l := s.locker(t, "a", nil)
 	key := uniqueKey(t)
 	for _, try := range []bool{true, false} {
-		mustRelease(t, mustAcquire(t, l, key)) // leaves an idle pooled connection
+		first := mustAcquire(t, l, key)
+		pid := s.holderPID(t, key)
+		mustRelease(t, first) // leaves pid's connection idle in the pool
 		pgadvisory.EndIdleAfterGet(t)
 		var ls distlock.Lease
 		var err error
@@ -132,6 +134,9 @@ func TestPooledConnectionEndedForIdleness(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("try %v: a statement the server never ran was not sent again: %v", try, err)
+		}
+		if again := s.holderPID(t, key); again == pid {
+			t.Fatalf("try %v: the lease is on backend %d, which the server ended", try, pid)
 		}
 		mustRelease(t, ls)
 	}
