@@ -15,7 +15,8 @@ import (
 // and watch stream). The Locker therefore keeps one idle watch open on
 // the stream its waits use, from its first wait until Close: the waits'
 // watches then come and go on a stream that stays. Under contention (8
-// Lockers on one key, B3) this raised acquisitions/s by 15-20%.
+// Lockers on one key, B3, 8 s runs) it raised acquisitions/s from
+// 239-265 to 282-340.
 
 // streamKeeperKey is the key the stream keeper watches. No lock writes it:
 // an entry of a lock is Prefix + key + "/" + a lease ID, never this.
