@@ -20,9 +20,15 @@ import (
 // (milliseconds in an int4).
 const maxTTL = math.MaxInt32 * time.Millisecond
 
+// msSetting is d as a milliseconds setting of the server holds it: whole
+// milliseconds, at least 1, at most an int4.
+func msSetting(d time.Duration) time.Duration {
+	return time.Duration(min(max(d.Milliseconds(), 1), math.MaxInt32)) * time.Millisecond
+}
+
 // msText renders d as the text of a milliseconds setting.
 func msText(d time.Duration) string {
-	return strconv.FormatInt(min(max(d.Milliseconds(), 1), math.MaxInt32), 10)
+	return strconv.FormatInt(msSetting(d).Milliseconds(), 10)
 }
 
 // grantResult is what a lock statement returned.
@@ -209,8 +215,7 @@ func (l *Locker) lockStatement(ctx context.Context, c *conn, id int64, ttl time.
 	var pid int32
 	c.sent = time.Now()
 	if l.opts.Mode == ModeSession {
-		ms := msText(ttl)
-		if c.timeoutMS == ms { // the session's idle timeout is the TTL already
+		if c.timeout == msSetting(ttl) { // the session's idle timeout is the TTL already
 			q := l.sql.tryKept
 			if wait {
 				q = l.sql.waitKept
@@ -223,9 +228,9 @@ func (l *Locker) lockStatement(ctx context.Context, c *conn, id int64, ttl time.
 			q = l.sql.wait
 		}
 		var setting *string
-		err := c.QueryRow(ctx, q, id, ms).Scan(&got, &fence, &pid, &setting)
+		err := c.QueryRow(ctx, q, id, msText(ttl)).Scan(&got, &fence, &pid, &setting)
 		if err == nil && got {
-			c.setTimeout(ms)
+			c.setTimeout(ttl)
 		}
 		return grantResult{got, uint64(fence), uint32(pid)}, err
 	}
@@ -254,15 +259,14 @@ func (l *Locker) heartbeat(ctx context.Context, c *conn, ttl time.Duration, pid 
 	}
 	var p int32
 	var setting string
-	ms := msText(ttl)
-	if err := c.QueryRow(ctx, q, ms).Scan(&p, &setting); err != nil {
+	if err := c.QueryRow(ctx, q, msText(ttl)).Scan(&p, &setting); err != nil {
 		return err
 	}
 	if uint32(p) != pid {
 		return &PoolerError{ConnPID: pid, BackendPID: uint32(p), Lease: true}
 	}
 	if l.opts.Mode == ModeSession {
-		c.setTimeout(ms)
+		c.setTimeout(ttl)
 	}
 	return nil
 }

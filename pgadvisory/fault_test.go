@@ -97,10 +97,19 @@ func TestBlackholedHolder(t *testing.T) {
 	key := uniqueKey(t)
 	ttl := time.Second
 	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
-	link := s.node.Link("a")
+	cutHolder(t, s, "a", other, key, ls, ttl)
+}
+
+// cutHolder black-holes link, the holder's of key (held as ls under a TTL
+// of ttl), and checks that other acquires key within ttl + 1 s (the
+// server ends the holder's session at its idle timeout, the TTL), that
+// the holder was told first, and that its Release then reports the loss.
+func cutHolder(t *testing.T, s *server, link string, other *pgadvisory.Locker, key string, ls distlock.Lease, ttl time.Duration) {
+	t.Helper()
+	l := s.node.Link(link)
 	cut := time.Now()
-	link.Blackhole()
-	defer link.Heal()
+	l.Blackhole()
+	defer l.Heal()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*ttl)
 	defer cancel()
 	next, err := other.Acquire(ctx, key)
@@ -115,11 +124,11 @@ func TestBlackholedHolder(t *testing.T) {
 	}
 	wantErr(t, ls.Err(), distlock.ErrLeaseLost)
 	if took > ttl+time.Second {
-		t.Fatalf("freed %v after the cut, TTL %v", took, ttl)
+		t.Fatalf("freed %v after the cut, TTL %v: the session's idle timeout was not the TTL", took, ttl)
 	}
 	t.Logf("freed %v after the cut", took)
 	mustRelease(t, next)
-	link.Heal()
+	l.Heal()
 	wantErr(t, ls.Release(context.Background()), distlock.ErrLeaseLost)
 }
 

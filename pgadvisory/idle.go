@@ -134,6 +134,6 @@ func (p *pool) reset(c *conn) {
 		c.close()
 		return
 	}
-	c.timeoutMS, c.timeout = "", 0
+	c.timeout = 0
 	p.put(c)
 }

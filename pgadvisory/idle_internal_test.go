@@ -11,22 +11,22 @@ import (
 func TestIdleDeadlines(t *testing.T) {
 	sent := time.Unix(1000, 0)
 	for _, tc := range []struct {
-		ms            string
+		ttl           time.Duration
 		reset, refuse time.Duration
 	}{
-		{"400", 200 * time.Millisecond, 300 * time.Millisecond},
-		{"30000", 28 * time.Second, 29 * time.Second},
+		{400 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond},
+		{30 * time.Second, 28 * time.Second, 29 * time.Second},
 	} {
 		c := &conn{sent: sent}
-		c.setTimeout(tc.ms)
+		c.setTimeout(tc.ttl)
 		if got := c.resetAt().Sub(sent); got != tc.reset {
-			t.Errorf("timeout %s ms: reset after %v idle, want %v", tc.ms, got, tc.reset)
+			t.Errorf("timeout %v: reset after %v idle, want %v", tc.ttl, got, tc.reset)
 		}
 		if c.expiring(sent.Add(tc.refuse - time.Millisecond)) {
-			t.Errorf("timeout %s ms: expiring before %v idle", tc.ms, tc.refuse)
+			t.Errorf("timeout %v: expiring before %v idle", tc.ttl, tc.refuse)
 		}
 		if !c.expiring(sent.Add(tc.refuse)) {
-			t.Errorf("timeout %s ms: not expiring after %v idle", tc.ms, tc.refuse)
+			t.Errorf("timeout %v: not expiring after %v idle", tc.ttl, tc.refuse)
 		}
 	}
 	if (&conn{sent: sent}).expiring(sent.Add(time.Hour)) {

@@ -23,24 +23,19 @@ const closeTimeout = time.Second
 type conn struct {
 	*pgx.Conn
 	pid uint32 // pg_backend_pid() at set-up (session mode)
-	// timeoutMS is the session's idle_session_timeout as our statements
-	// last set it, in ms as text ("": not set, or reset to 0), and timeout
-	// the same as a duration. A connection keeps its lease's timeout when
-	// it returns to the pool, so the next lease with the same TTL need not
-	// set it again (see idle.go).
-	timeoutMS string
-	timeout   time.Duration
+	// timeout is the session's idle_session_timeout as our statements last
+	// set it (0: not set, or reset to 0). A connection keeps its lease's
+	// timeout when it returns to the pool, so the next lease with the same
+	// TTL need not set it again (see idle.go).
+	timeout time.Duration
 	// sent is when the last statement before the connection went idle was
 	// sent: the server's idle clock started later.
 	sent time.Time
 }
 
-// setTimeout records that the session's idle_session_timeout is now ms
-// (msText of a TTL).
-func (c *conn) setTimeout(ms string) {
-	n, _ := strconv.ParseInt(ms, 10, 64)
-	c.timeoutMS, c.timeout = ms, time.Duration(n)*time.Millisecond
-}
+// setTimeout records that the session's idle_session_timeout is now ttl
+// (as msText rendered it).
+func (c *conn) setTimeout(ttl time.Duration) { c.timeout = msSetting(ttl) }
 
 // close closes the connection (sending Terminate if it can). Closing ends
 // the server session, which frees every advisory lock it held.

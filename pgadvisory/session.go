@@ -227,13 +227,12 @@ func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, err
 	}
 	var pid int32
 	var setting string
-	ms := msText(ttl)
-	err := s.c.QueryRow(ctx, q, ms).Scan(&pid, &setting)
+	err := s.c.QueryRow(ctx, q, msText(ttl)).Scan(&pid, &setting)
 	if err == nil && uint32(pid) != s.pid {
 		err = &PoolerError{ConnPID: s.pid, BackendPID: uint32(pid), Lease: true}
 	}
 	if err == nil && s.mode == ModeSession {
-		s.c.setTimeout(ms)
+		s.c.setTimeout(ttl)
 	}
 	if err != nil {
 		err = fmt.Errorf("pgadvisory: heartbeat of %q failed, connection closed: %w", s.key, err)
