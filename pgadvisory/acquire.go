@@ -52,9 +52,16 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 	defer l.wg.Done()
 	var last error
 	stale := 0 // pooled connections found ended for idleness
+	// since is the start of this attempt, or of the first of the attempts
+	// that found their pooled session ended for idleness and went on at
+	// once: the validity counts from before the first request.
+	var since time.Time
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), err, last)
+		}
+		if since.IsZero() {
+			since = time.Now()
 		}
 		c, err := l.pool.get(ctx)
 		if err == nil && testHookAfterGet != nil {
@@ -70,7 +77,7 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		}
 		var ls distlock.Lease
 		if err == nil {
-			ls, err = l.lockOn(ctx, c, key, id, o, wait)
+			ls, err = l.lockOn(ctx, c, key, id, o, wait, since)
 		}
 		switch {
 		case err == nil:
@@ -82,11 +89,12 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		case endedIdle(err) && stale < maxStale:
 			stale++ // the session ended with whatever it held: start again on another connection
 			last = err
-			continue
+			continue // keeping since
 		case !wait || !retryable(err):
 			return nil, err
 		}
 		last = err
+		since = time.Time{} // the next attempt starts afresh
 		if errors.Is(err, lease.ErrExpiredInFlight) {
 			continue // the lock was granted too late and given back: queue again
 		}
@@ -132,14 +140,14 @@ var errNotQueued = errors.New("not queued")
 // failure c is closed (a session whose lock state is in doubt is never
 // reused), except that a TryAcquire that finds the key held returns c to
 // the pool.
-func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o distlock.Options, wait bool) (distlock.Lease, error) {
+func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o distlock.Options, wait bool, since time.Time) (distlock.Lease, error) {
 	if wait {
 		if !l.track(c) {
 			c.close()
 			return nil, distlock.ErrClosed
 		}
 	}
-	start := time.Now()
+	start := since // the validity counts from here (before the first request)
 	var r grantResult
 	var err error
 	if wait {

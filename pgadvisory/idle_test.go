@@ -82,11 +82,13 @@ func TestIdleConnectionOutlivesTTL(t *testing.T) {
 // for idleness after the pool handed it out but before the lock statement
 // reached it (a client paused past the pool's margin). The statement never
 // ran, so TryAcquire and Acquire send it again on another connection
-// instead of failing.
+// instead of failing, and the validity still counts from before the first
+// request (the AV property of S10: within one TTL of the call).
 func TestPooledConnectionEndedForIdleness(t *testing.T) {
 	s := startPostgres(t)
 	l := s.locker(t, "a", nil)
 	key := uniqueKey(t)
+	ttl := time.Second // drift 12 ms, less than the pause before the retry
 	for _, try := range []bool{true, false} {
 		first := mustAcquire(t, l, key)
 		pid := s.holderPID(t, key)
@@ -94,11 +96,12 @@ func TestPooledConnectionEndedForIdleness(t *testing.T) {
 		pgadvisory.EndIdleAfterGet(t)
 		var ls distlock.Lease
 		var err error
+		call := time.Now()
 		if try {
-			ls, err = l.TryAcquire(context.Background(), key)
+			ls, err = l.TryAcquire(context.Background(), key, distlock.WithTTL(ttl))
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			ls, err = l.Acquire(ctx, key)
+			ls, err = l.Acquire(ctx, key, distlock.WithTTL(ttl))
 			cancel()
 		}
 		if err != nil {
@@ -106,6 +109,9 @@ func TestPooledConnectionEndedForIdleness(t *testing.T) {
 		}
 		if again := s.holderPID(t, key); again == pid {
 			t.Fatalf("try %v: the lease is on backend %d, which the server ended", try, pid)
+		}
+		if over := ls.ValidUntil().Sub(call.Add(ttl)); over > 0 {
+			t.Fatalf("try %v: ValidUntil %v beyond one TTL from the call (counted from the retry)", try, over)
 		}
 		mustRelease(t, ls)
 	}
