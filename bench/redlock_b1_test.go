@@ -20,8 +20,10 @@ const (
 // then release: our redlock (TryAcquire + Release) against redsync v4
 // (TryLockContext + UnlockContext), both with a 30 s TTL, in the same
 // process against the same servers, alternating A/B for rlB1Rounds rounds
-// of rlB1Ops. It reports the median per-pair time of each (us) and
-// ours/redsync. Run with -benchtime=1x.
+// of rlB1Ops. It reports the median per-pair time of each (us),
+// ours/redsync, and each one's CPU time per pair in this process
+// (client-cpu-us) and in the five servers together (server-cpu-us, from
+// INFO cpu). Run with -benchtime=1x.
 func BenchmarkRedlockB1Uncontended(b *testing.B) {
 	c := startRedlockNodes(b, 5)
 	ours := c.ours(b, c.addrs, nil)
@@ -54,12 +56,15 @@ func BenchmarkRedlockB1Uncontended(b *testing.B) {
 			}
 		}
 	}
+	meter := newCPUMeter(b, c.addrs)
 	us := map[string][]float64{}
+	cpu := map[string]cpuSample{} // summed over the rounds
 	b.ResetTimer()
 	for range b.N {
 		for r := range rlB1Rounds {
 			for i := range impls {
 				im := impls[(i+r)%len(impls)]
+				before := meter.sample(b)
 				start := time.Now()
 				for j := range rlB1Ops {
 					if err := im.op(fmt.Sprintf("rlb1:%s:%d", im.name, j%16)); err != nil {
@@ -67,6 +72,8 @@ func BenchmarkRedlockB1Uncontended(b *testing.B) {
 					}
 				}
 				us[im.name] = append(us[im.name], float64(time.Since(start).Microseconds())/rlB1Ops)
+				d := meter.sample(b).sub(before)
+				cpu[im.name] = cpuSample{cpu[im.name].client + d.client, cpu[im.name].servers + d.servers}
 			}
 		}
 	}
@@ -75,5 +82,14 @@ func BenchmarkRedlockB1Uncontended(b *testing.B) {
 	b.ReportMetric(o, "ours-us")
 	b.ReportMetric(r, "redsync-us")
 	b.ReportMetric(o/r, "ours/redsync")
+	// CPU per pair: with the client and the 5 servers on 2 cores, a pair
+	// costs at least (client + servers) / 2 of wall time; the servers do
+	// the same work for both implementations (the same requests), so
+	// their share bounds how far below redsync ours can get.
+	pairs := float64(b.N * rlB1Rounds * rlB1Ops)
+	for _, name := range []string{"ours", "redsync"} {
+		b.ReportMetric(float64(cpu[name].client.Microseconds())/pairs, name+"-client-cpu-us")
+		b.ReportMetric(float64(cpu[name].servers.Microseconds())/pairs, name+"-server-cpu-us")
+	}
 	b.Logf("rounds: ours %v, redsync %v", us["ours"], us["redsync"])
 }
