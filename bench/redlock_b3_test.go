@@ -69,9 +69,7 @@ func rlWorkers(b *testing.B, cs []contender, key func(w int) string, d time.Dura
 				acancel()
 				if err != nil {
 					if ctx.Err() == nil {
-						mu.Lock()
-						r.failures++
-						mu.Unlock()
+						r.fail(b, &mu, "acquire", err)
 					}
 					continue
 				}
@@ -82,9 +80,7 @@ func rlWorkers(b *testing.B, cs []contender, key func(w int) string, d time.Dura
 					if !errors.Is(err, distlock.ErrUnavailable) {
 						b.Errorf("release: %v", err)
 					}
-					mu.Lock()
-					r.failures++
-					mu.Unlock()
+					r.fail(b, &mu, "release", err)
 					continue
 				}
 				r.counts[w]++
@@ -94,6 +90,21 @@ func rlWorkers(b *testing.B, cs []contender, key func(w int) string, d time.Dura
 	wg.Wait()
 	r.elapsed = time.Since(start)
 	return r
+}
+
+// maxLoggedFailures is how many failures of one run are logged with
+// their error; the rest are only counted.
+const maxLoggedFailures = 3
+
+// fail counts a failure and logs the first few, so that a run with
+// failures says what they were.
+func (r *rlRun) fail(b *testing.B, mu *sync.Mutex, op string, err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	r.failures++
+	if r.failures <= maxLoggedFailures {
+		b.Logf("failure %d: %s: %v", r.failures, op, err)
+	}
 }
 
 func (r rlRun) total() int {
