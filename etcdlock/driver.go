@@ -37,26 +37,26 @@ type driver struct {
 // that has already been done (d.finished): a second deletion would free
 // the key again, when by then it may be reserved by a newer acquisition
 // of the same key on the same session, which the next Acquire would then
-// adopt as its own (two holders, one fence). It reports whether the entry
-// was ours when this call deleted it.
-func (d *driver) deleteOnce(ctx context.Context) (bool, error) {
+// adopt as its own (two holders, one fence). It reports what the deletion
+// found (deletedGone if none was made).
+func (d *driver) deleteOnce(ctx context.Context) (deletion, error) {
 	select {
 	case d.deleting <- struct{}{}:
 		defer func() { <-d.deleting }()
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return deletedGone, ctx.Err()
 	}
 	d.mu.Lock()
 	done := d.finished
 	d.mu.Unlock()
 	if done {
-		return false, nil // deleted already (the reaper, or a retry)
+		return deletedGone, nil // deleted already (the reaper, or a retry)
 	}
-	ours, err := d.l.deleteEntry(ctx, d.s, d.key, d.rev)
+	found, err := d.l.deleteEntry(ctx, d.s, d.key, d.rev)
 	if err == nil {
 		d.finish()
 	}
-	return ours, err
+	return found, err
 }
 
 // attach registers the lock with its session (which tells it when the
@@ -190,7 +190,17 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 // the entry was gone already. If the cluster cannot be reached,
 // the deletion goes on in the background (the error matches
 // distlock.ErrUnavailable).
+//
+// When a try's reply was lost and the next try found the entry gone, the
+// lost try most likely deleted it. Release then succeeds if it began
+// within the lock's validity and the session is alive: neither the
+// lease's expiry (the lease outlives every validity computed from it) nor
+// the reaper (which runs after the validity) removes the entry before
+// then. Another client deleting the entry at that same moment cannot be
+// told apart and also counts as released. Otherwise it returns
+// ErrKeyGone, as it would without the lost reply.
 func (d *driver) Release(ctx context.Context) error {
+	began := time.Now()
 	d.mu.Lock()
 	if d.reap != nil {
 		d.reap.Stop()
@@ -203,15 +213,30 @@ func (d *driver) Release(ctx context.Context) error {
 	defer d.l.wg.Done()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ours, err := d.deleteOnce(cctx)
+	found, err := d.deleteOnce(cctx)
 	if err != nil {
 		d.l.abandonRelease(d)
 		return unavailable("release", err)
 	}
-	if !ours {
+	switch {
+	case found == deletedOurs:
+		return nil
+	case found == deletedMaybe && d.s.err() == nil && began.Before(d.validUntil()):
+		return nil // our lost try deleted it (see above)
+	default:
 		return ErrKeyGone
 	}
-	return nil
+}
+
+// validUntil is the lock's current validity (zero before attach).
+func (d *driver) validUntil() time.Time {
+	d.mu.Lock()
+	ls := d.ls
+	d.mu.Unlock()
+	if ls == nil {
+		return time.Time{}
+	}
+	return ls.ValidUntil()
 }
 
 // abandonRelease keeps deleting a released lock's entry in the background.

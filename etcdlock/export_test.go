@@ -2,6 +2,8 @@ package etcdlock
 
 import (
 	"context"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -54,9 +56,11 @@ func (x *LockDriver) finished() bool {
 
 // DeleteLate runs the deletion that a reaper goroutine, or the background
 // retry of a failed Release, runs: one that may start after another path
-// has deleted the entry already.
+// has deleted the entry already. It reports whether it deleted the
+// lock's own entry.
 func (x *LockDriver) DeleteLate(ctx context.Context) (bool, error) {
-	return x.d.deleteOnce(ctx)
+	found, err := x.d.deleteOnce(ctx)
+	return found == deletedOurs, err
 }
 
 // Reserved reports whether the lock's key is still reserved on its session
@@ -91,3 +95,18 @@ func SetBeforeWatch(f func(pred string)) { testHookBeforeWatch = f }
 
 // KeeperRev is the revision the stream keeper's watch starts at.
 const KeeperRev = keeperRev
+
+// SetDeleteRepliesLost makes the next n deletions of an entry that the
+// server applies fail as if their replies were lost (the try timed out
+// after it was applied); the test's cleanup removes the hook.
+func SetDeleteRepliesLost(t testing.TB, n int) {
+	var left atomic.Int64
+	left.Store(int64(n))
+	testHookDeleted = func() error {
+		if left.Add(-1) >= 0 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}
+	t.Cleanup(func() { testHookDeleted = nil })
+}

@@ -318,8 +318,10 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 }
 
 // deleteEntry deletes the entry of key on s, retrying, then frees the key
-// on s. It reports whether the entry deleted was ours: created at rev (or
-// any entry, if rev is 0, not known).
+// on s. It reports what it found (see deletion): whether the entry it
+// deleted was ours (created at rev, or any entry if rev is 0, not known),
+// or, when it found the entry gone, whether an earlier try whose reply
+// was lost may have deleted it.
 //
 // It sends a plain delete, as concurrency.Mutex's Unlock does (a
 // compare-and-delete transaction costs etcd 14-17% more), and learns from
@@ -333,26 +335,50 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 // is freed and a newer acquisition on s created its entry again. So when
 // any try's outcome is unknown, s is retired for key first (never used
 // again for it), and that late delete can only find nothing.
-func (l *Locker) deleteEntry(ctx context.Context, s *session, key string, rev int64) (bool, error) {
+func (l *Locker) deleteEntry(ctx context.Context, s *session, key string, rev int64) (deletion, error) {
 	my := l.etcdKey(key, s)
 	var resp *clientv3.DeleteResponse
 	maybe, err := l.do(ctx, s.ttl, time.Time{}, 0, s.dead, func(ctx context.Context) error {
 		var err error
 		resp, err = l.cli.Delete(ctx, my, clientv3.WithPrevKV())
+		if err == nil && testHookDeleted != nil {
+			err = testHookDeleted()
+		}
 		return err
 	})
 	if maybe {
 		l.retire(s, key) // a timed-out delete may land after a newer entry of key on s
 	}
 	if err != nil && !s.isDead() {
-		return false, err // the key stays reserved: the entry may exist
+		return deletedGone, err // the key stays reserved: the entry may exist
 	}
 	l.detach(s, key)
-	if err != nil {
-		return false, nil // the session died: its keys go with its lease
+	switch {
+	case err != nil:
+		return deletedGone, nil // the session died: its keys go with its lease
+	case len(resp.PrevKvs) > 0 && (rev == 0 || resp.PrevKvs[0].CreateRevision == rev):
+		return deletedOurs, nil
+	case len(resp.PrevKvs) == 0 && maybe:
+		return deletedMaybe, nil // perhaps by a try whose reply was lost
+	default:
+		return deletedGone, nil // gone already (expired with the lease, or deleted)
 	}
-	if len(resp.PrevKvs) == 0 {
-		return false, nil // gone already (expired with the lease, or deleted)
-	}
-	return rev == 0 || resp.PrevKvs[0].CreateRevision == rev, nil
 }
+
+// deletion is what deleteEntry found.
+type deletion int
+
+const (
+	// deletedGone: the entry was gone (or not ours, or the session died).
+	deletedGone deletion = iota
+	// deletedOurs: it deleted the entry created at rev.
+	deletedOurs
+	// deletedMaybe: the entry was gone, and an earlier try whose reply was
+	// lost (a timeout, a dropped connection) may have deleted it.
+	deletedMaybe
+)
+
+// testHookDeleted, set by tests only (nil in production), runs after each
+// delete the server answered; an error it returns replaces the answer, as
+// if the reply had been lost.
+var testHookDeleted func() error
