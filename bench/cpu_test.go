@@ -37,11 +37,7 @@ type cpuSample struct{ client, servers time.Duration }
 
 func (m *cpuMeter) sample(t testing.TB) cpuSample {
 	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	s := cpuSample{client: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	s := cpuSample{client: processCPU(t)}
 	for _, c := range m.nodes {
 		info, err := c.Info(context.Background(), "cpu").Result()
 		if err != nil {
@@ -79,4 +75,15 @@ func serverCPU(t testing.TB, info string) time.Duration {
 // sub returns the CPU time spent between a and s.
 func (s cpuSample) sub(a cpuSample) cpuSample {
 	return cpuSample{client: s.client - a.client, servers: s.servers - a.servers}
+}
+
+// processCPU is this process's CPU time so far (user + system, every
+// goroutine, including the client library's background ones).
+func processCPU(t testing.TB) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

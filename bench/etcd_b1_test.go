@@ -55,15 +55,21 @@ func BenchmarkEtcdB1Uncontended(b *testing.B) {
 	}
 	b.Run("interleaved", func(b *testing.B) {
 		total := make([]time.Duration, len(impls))
+		cpu := make([]time.Duration, len(impls))
 		for n := range b.N {
 			for j := range impls {
 				i := (j + n) % len(impls)
+				c0 := processCPU(b)
 				start := time.Now()
 				if err := impls[i].op(ctx); err != nil {
 					b.Fatal(err)
 				}
 				total[i] += time.Since(start)
+				cpu[i] += processCPU(b) - c0
 			}
+		}
+		for i, im := range impls {
+			b.ReportMetric(float64(cpu[i].Microseconds())/float64(b.N), im.name+"-client-cpu-us")
 		}
 		m := map[string]float64{}
 		for i, im := range impls {
