@@ -5,6 +5,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // The etcd client multiplexes the watches that carry the same metadata
@@ -58,7 +60,7 @@ func (l *Locker) keepStream() {
 	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
-		delay := keeperRetryMin
+		b := retry.Backoff{Min: keeperRetryMin, Max: keeperRetryMax}
 		for {
 			start := time.Now()
 			ctx, cancel := context.WithCancel(l.waitContext())
@@ -67,16 +69,11 @@ func (l *Locker) keepStream() {
 			}
 			cancel()
 			if time.Since(start) > keeperRetryMax {
-				delay = keeperRetryMin
+				b.Reset()
 			}
-			t := time.NewTimer(delay)
-			select {
-			case <-l.closing.Done():
-				t.Stop()
+			if !b.Wait(l.closing.Done()) {
 				return
-			case <-t.C:
 			}
-			delay = min(2*delay, keeperRetryMax)
 		}
 	}()
 }

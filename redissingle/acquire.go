@@ -11,6 +11,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // cleanupTimeout is the deadline of each clean-up request.
@@ -114,22 +115,17 @@ func (l *Locker) cleanup(k keySet, token, entry string, ttl time.Duration) {
 	go func() {
 		defer l.wg.Done()
 		until := time.Now().Add(ttl)
-		backoff := 20 * time.Millisecond
+		b := retry.Backoff{Min: 20 * time.Millisecond, Max: time.Second}
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			err := l.scripts.cancel.Run(ctx, l.client, k.all(), token, entry).Err()
 			cancel()
-			if err == nil || !errors.Is(wrap("clean-up", err), distlock.ErrUnavailable) || time.Now().Add(backoff).After(until) {
+			if err == nil || !errors.Is(wrap("clean-up", err), distlock.ErrUnavailable) || time.Now().Add(b.Next()).After(until) {
 				return
 			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-l.stop:
-				t.Stop()
+			if !b.Wait(l.stop) {
 				return
-			case <-t.C:
 			}
-			backoff = min(2*backoff, time.Second)
 		}
 	}()
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // firstSubscribeWait bounds how long the first Acquire of a Locker waits
@@ -70,7 +72,7 @@ func (s *subscriber) setReady() { s.once.Do(func() { close(s.ready) }) }
 func (s *subscriber) run() {
 	defer s.l.wg.Done()
 	defer s.setReady()
-	backoff := 10 * time.Millisecond
+	b := retry.Backoff{Min: 10 * time.Millisecond, Max: time.Second}
 	for {
 		ps := s.l.client.Subscribe(context.Background(), s.l.channel)
 		s.mu.Lock()
@@ -82,19 +84,14 @@ func (s *subscriber) run() {
 			return
 		}
 		if s.serve(ps) {
-			backoff = 10 * time.Millisecond
+			b.Reset()
 		}
 		s.l.setSub(false)
 		s.setReady()
 		_ = ps.Close()
-		t := time.NewTimer(backoff)
-		select {
-		case <-s.l.stop:
-			t.Stop()
+		if !b.Wait(s.l.stop) {
 			return
-		case <-t.C:
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 

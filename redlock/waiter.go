@@ -254,25 +254,19 @@ func (l *Locker) startSubscribers() {
 func (l *Locker) subscribe(i int) {
 	defer l.wg.Done()
 	nd := l.nodes[i]
-	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
-	backoff := minBackoff
+	b := retry.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Second}
 	for !l.closing.Fired() {
 		c, err := nd.dial(l.closing.Context(), time.Now().Add(l.opts.DialTimeout), true)
 		if err == nil {
 			if l.listen(i, c) {
-				backoff = minBackoff
+				b.Reset()
 			}
 			l.subUp[i].Store(false)
 			nd.discard(c)
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-l.closing.Done():
-			t.Stop()
+		if !b.Wait(l.closing.Done()) {
 			return
-		case <-t.C:
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
