@@ -90,6 +90,8 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 			stale++ // the session ended with whatever it held: start again on another connection
 			last = err
 			continue // keeping since
+		case endedIdle(err):
+			return nil, staleSessions(key, stale+1, err)
 		case !wait || !retryable(err):
 			return nil, err
 		}
@@ -107,6 +109,16 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 // maxStale bounds how many pooled connections one acquisition may find
 // ended for idleness (see endedIdle) before it gives up.
 const maxStale = 3
+
+// staleSessions is the error of an acquisition that found n sessions in a
+// row ended for idleness (the last error err). Unlike a lost reply, this
+// outcome is known: each session ended before it ran the statement, with
+// whatever it held, so nothing is held.
+func staleSessions(key string, n int, err error) error {
+	pe, _ := pgError(err)
+	return fmt.Errorf("%w: pgadvisory: %q: the server ended %d sessions in a row for idleness before they ran the lock statement (the client paused past the pool's idle margin); nothing is held: %w",
+		distlock.ErrUnavailable, key, n, pe)
+}
 
 // retryable: a blocking Acquire tries again after errors that happen
 // before it queues on the server (it cannot connect), and after a grant

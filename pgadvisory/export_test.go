@@ -32,24 +32,35 @@ func Closing(l *Locker) bool { return l.isClosed() }
 // acquisition's statement reaches the server, as a client pause longer
 // than the pool's margin would, until t ends. It returns once the server
 // has ended the session.
-func EndIdleAfterGet(t testing.TB) {
-	var once sync.Once
+func EndIdleAfterGet(t testing.TB) { EndIdleAfterGets(t, 1) }
+
+// EndIdleAfterGets is EndIdleAfterGet for the next n connections.
+func EndIdleAfterGets(t testing.TB, n int) {
+	var mu sync.Mutex
 	testHookAfterGet = func(c *conn) {
-		once.Do(func() {
-			if _, err := c.Exec(context.Background(), "SELECT set_config('idle_session_timeout', '50', false)"); err != nil {
-				t.Errorf("set the idle timeout: %v", err)
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 0 {
+			return
+		}
+		n--
+		if _, err := c.Exec(context.Background(), "SELECT set_config('idle_session_timeout', '50', false)"); err != nil {
+			t.Errorf("set the idle timeout: %v", err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); alive(c.PgConn().Conn()); {
+			if time.Now().After(deadline) {
+				t.Errorf("the server did not end the idle session")
+				return
 			}
-			for deadline := time.Now().Add(10 * time.Second); alive(c.PgConn().Conn()); {
-				if time.Now().After(deadline) {
-					t.Errorf("the server did not end the idle session")
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		})
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	t.Cleanup(func() { testHookAfterGet = nil })
 }
+
+// MaxStale is how many pooled sessions ended for idleness one acquisition
+// starts again after.
+const MaxStale = maxStale
 
 // SweepResets returns a channel that receives each time the pool's sweep
 // starts resetting an idle connection's timeout, until t ends.

@@ -2,6 +2,7 @@ package pgadvisory_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,32 @@ func TestPooledConnectionEndedForIdleness(t *testing.T) {
 			t.Fatalf("try %v: ValidUntil %v beyond one TTL from the call (counted from the retry)", try, over)
 		}
 		mustRelease(t, ls)
+	}
+}
+
+// TestEveryPooledConnectionEndedForIdleness: an acquisition that finds one
+// session after another ended for idleness gives up after MaxStale fresh
+// starts with an error that says so (ErrUnavailable, SQLSTATE 57P05), not
+// that its outcome is unknown: a session the server ended holds nothing,
+// and the key is free for the next caller.
+func TestEveryPooledConnectionEndedForIdleness(t *testing.T) {
+	s := startPostgres(t)
+	l, other := s.locker(t, "a", nil), s.locker(t, "b", nil)
+	key := uniqueKey(t)
+	for _, try := range []bool{true, false} {
+		pgadvisory.EndIdleAfterGets(t, pgadvisory.MaxStale+1)
+		var err error
+		if try {
+			_, err = l.TryAcquire(context.Background(), key)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err = l.Acquire(ctx, key)
+			cancel()
+		}
+		wantErr(t, err, distlock.ErrUnavailable)
+		if msg := err.Error(); !strings.Contains(msg, "in a row for idleness") || strings.Contains(msg, "outcome unknown") {
+			t.Fatalf("try %v: error %q, want one that says the sessions ended for idleness, not that the outcome is unknown", try, msg)
+		}
+		mustRelease(t, mustAcquire(t, other, key))
 	}
 }
