@@ -191,16 +191,19 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 // the deletion goes on in the background (the error matches
 // distlock.ErrUnavailable).
 //
-// When a try's reply was lost and the next try found the entry gone, the
-// lost try most likely deleted it. Release then succeeds if it began
-// within the lock's validity and the session is alive: neither the
-// lease's expiry (the lease outlives every validity computed from it) nor
-// the reaper (which runs after the validity) removes the entry before
-// then. Another client deleting the entry at that same moment cannot be
-// told apart and also counts as released. Otherwise it returns
-// ErrKeyGone, as it would without the lost reply.
+// When a try failed (its reply may have been lost) and the next try found
+// the entry gone, the failed try most likely deleted it. Release then
+// succeeds if, when it began, the lease was not reported lost and its
+// validity had not passed, and a keepalive sent after the deletion
+// renews the session's etcd lease: so neither the lease's expiry nor its
+// revocation removed the entry, and our reaper runs only after the
+// validity. An entry that another client deleted since the last
+// successful Extend (or the acquisition) cannot be told apart from ours
+// in that case, and counts as released. Otherwise Release returns
+// ErrKeyGone, as it would without the failed try.
 func (d *driver) Release(ctx context.Context) error {
 	began := time.Now()
+	held := d.heldAt(began)
 	d.mu.Lock()
 	if d.reap != nil {
 		d.reap.Stop()
@@ -221,22 +224,30 @@ func (d *driver) Release(ctx context.Context) error {
 	switch {
 	case found == deletedOurs:
 		return nil
-	case found == deletedMaybe && d.s.err() == nil && began.Before(d.validUntil()):
-		return nil // our lost try deleted it (see above)
+	case found == deletedMaybe && held && d.leaseAlive(cctx):
+		return nil // our failed try deleted it (see above)
 	default:
 		return ErrKeyGone
 	}
 }
 
-// validUntil is the lock's current validity (zero before attach).
-func (d *driver) validUntil() time.Time {
+// heldAt reports whether, at t, the lock had not been reported lost and
+// its validity had not passed. (Release runs before the lease records its
+// own release, so Err is nil then unless the lock was lost.)
+func (d *driver) heldAt(t time.Time) bool {
 	d.mu.Lock()
 	ls := d.ls
 	d.mu.Unlock()
-	if ls == nil {
-		return time.Time{}
+	return ls != nil && ls.Err() == nil && t.Before(ls.ValidUntil())
+}
+
+// leaseAlive sends a keepalive of the session's etcd lease now and
+// reports whether it renewed the lease (bounded by the keepalive timeout).
+func (d *driver) leaseAlive(ctx context.Context) bool {
+	if d.s.isDead() {
+		return false
 	}
-	return ls.ValidUntil()
+	return d.s.renewAfter(time.Now()).wait(ctx, d.s, d.l.opts.keepAliveTimeout(d.ttl)) == nil
 }
 
 // abandonRelease keeps deleting a released lock's entry in the background.

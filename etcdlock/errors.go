@@ -18,7 +18,9 @@ var (
 
 	// ErrKeyGone: an extension or release found the lock's key deleted or
 	// re-created (expired lease, operator deletion). It matches
-	// distlock.ErrLeaseLost.
+	// distlock.ErrLeaseLost. Release does not return it when an earlier
+	// try of its own failed and may have deleted the key, if the lock was
+	// still held when Release began and a fresh keepalive renews its lease.
 	ErrKeyGone = fmt.Errorf("%w: etcdlock: lock key gone or re-created", distlock.ErrLeaseLost)
 
 	// ErrLeaseNotFound: the server no longer knows the lock's etcd lease
