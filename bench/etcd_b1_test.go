@@ -8,14 +8,17 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// BenchmarkEtcdB1Uncontended: one client, one key, acquire then release on
+// BenchmarkEtcdB1Uncontended: one key, acquire then release on
 // a 3-member cluster: concurrency.Mutex Lock+Unlock on a shared session
 // (the peer: a put-if-absent transaction, then a delete) against
 // etcdlock's Acquire+Release ("ours": the same two requests on a shared
 // lease, plus the lease and its timers) and TryAcquire+Release
 // ("ours-try"). "interleaved" runs all three in every iteration, in
 // rotating order, timing each, so that the machine's slow phases hit them
-// alike; it reports the means (us) and ours/peer.
+// alike; it reports the means (us), ours/peer, and this process's CPU
+// per pair (client-cpu-us; it includes every client's background work
+// during the pair, such as lease keepalives). Each implementation has
+// its own client (see below).
 func BenchmarkEtcdB1Uncontended(b *testing.B) {
 	e := startEtcd(b)
 	// Each implementation has its own client: the client spreads its

@@ -91,7 +91,14 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 			last = err
 			continue // keeping since
 		case endedIdle(err):
-			return nil, staleSessions(key, stale+1, err)
+			// Out of fresh starts. Nothing is held: TryAcquire says so; a
+			// blocking Acquire waits the retry delay, as for any
+			// unavailability, and starts again.
+			err = staleSessions(key, stale+1, err)
+			if !wait {
+				return nil, err
+			}
+			stale = 0
 		case !wait || !retryable(err):
 			return nil, err
 		}
@@ -110,14 +117,17 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 // ended for idleness (see endedIdle) before it gives up.
 const maxStale = 3
 
-// staleSessions is the error of an acquisition that found n sessions in a
-// row ended for idleness (the last error err). Unlike a lost reply, this
-// outcome is known: each session ended before it ran the statement, with
-// whatever it held, so nothing is held.
+// staleSessions is the error of an acquisition that found n pooled
+// sessions ended for idleness (the last error err). Unlike a lost reply,
+// this outcome is known: each session ended with whatever it held, so
+// nothing is held.
 func staleSessions(key string, n int, err error) error {
-	pe, _ := pgError(err)
-	return fmt.Errorf("%w: pgadvisory: %q: the server ended %d sessions in a row for idleness before they ran the lock statement (the client paused past the pool's idle margin); nothing is held: %w",
-		distlock.ErrUnavailable, key, n, pe)
+	cause := err
+	if pe, ok := pgError(err); ok && pe != nil {
+		cause = pe // the server's own words, without "outcome unknown"
+	}
+	return fmt.Errorf("%w: pgadvisory: %q: the server ended %d pooled sessions for idleness (the client paused past the pool's idle margin); nothing is held: %w",
+		distlock.ErrUnavailable, key, n, cause)
 }
 
 // retryable: a blocking Acquire tries again after errors that happen

@@ -34,8 +34,9 @@ func Closing(l *Locker) bool { return l.isClosed() }
 // has ended the session.
 func EndIdleAfterGet(t testing.TB) { EndIdleAfterGets(t, 1) }
 
-// EndIdleAfterGets is EndIdleAfterGet for the next n connections.
-func EndIdleAfterGets(t testing.TB, n int) {
+// EndIdleAfterGets is EndIdleAfterGet for the next n connections. The
+// func it returns reports how many of the n are still to come.
+func EndIdleAfterGets(t testing.TB, n int) (left func() int) {
 	var mu sync.Mutex
 	testHookAfterGet = func(c *conn) {
 		mu.Lock()
@@ -56,6 +57,11 @@ func EndIdleAfterGets(t testing.TB, n int) {
 		}
 	}
 	t.Cleanup(func() { testHookAfterGet = nil })
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
 }
 
 // MaxStale is how many pooled sessions ended for idleness one acquisition

@@ -2,6 +2,7 @@ package pgadvisory_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -119,28 +120,39 @@ func TestPooledConnectionEndedForIdleness(t *testing.T) {
 }
 
 // TestEveryPooledConnectionEndedForIdleness: an acquisition that finds one
-// session after another ended for idleness gives up after MaxStale fresh
-// starts with an error that says so (ErrUnavailable, SQLSTATE 57P05), not
-// that its outcome is unknown: a session the server ended holds nothing,
-// and the key is free for the next caller.
+// pooled session after another ended for idleness starts again MaxStale
+// times. TryAcquire then gives up with an error that says so
+// (ErrUnavailable), not that its outcome is unknown: a session the server
+// ended holds nothing, and the key is free for the next caller. A
+// blocking Acquire waits the retry delay, as for any unavailability, and
+// goes on.
 func TestEveryPooledConnectionEndedForIdleness(t *testing.T) {
 	s := startPostgres(t)
 	l, other := s.locker(t, "a", nil), s.locker(t, "b", nil)
 	key := uniqueKey(t)
-	for _, try := range []bool{true, false} {
-		pgadvisory.EndIdleAfterGets(t, pgadvisory.MaxStale+1)
-		var err error
-		if try {
-			_, err = l.TryAcquire(context.Background(), key)
-		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err = l.Acquire(ctx, key)
-			cancel()
-		}
-		wantErr(t, err, distlock.ErrUnavailable)
-		if msg := err.Error(); !strings.Contains(msg, "in a row for idleness") || strings.Contains(msg, "outcome unknown") {
-			t.Fatalf("try %v: error %q, want one that says the sessions ended for idleness, not that the outcome is unknown", try, msg)
-		}
-		mustRelease(t, mustAcquire(t, other, key))
+	n := pgadvisory.MaxStale + 1
+
+	left := pgadvisory.EndIdleAfterGets(t, n)
+	_, err := l.TryAcquire(context.Background(), key)
+	wantErr(t, err, distlock.ErrUnavailable)
+	want := fmt.Sprintf("ended %d pooled sessions for idleness", n)
+	if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "outcome unknown") {
+		t.Fatalf("TryAcquire: error %q, want one that says it %s, not that the outcome is unknown", msg, want)
 	}
+	if k := left(); k != 0 {
+		t.Fatalf("TryAcquire gave up with %d idle-ended sessions still to come, want after all %d", k, n)
+	}
+	mustRelease(t, mustAcquire(t, other, key))
+
+	left = pgadvisory.EndIdleAfterGets(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ls, err := l.Acquire(ctx, key)
+	if err != nil {
+		t.Fatalf("Acquire after %d idle-ended sessions: %v, want it to go on after the retry delay", n, err)
+	}
+	if k := left(); k != 0 {
+		t.Fatalf("Acquire returned with %d idle-ended sessions still to come", k)
+	}
+	mustRelease(t, ls)
 }
