@@ -38,8 +38,12 @@ type driver struct {
 // the key again, when by then it may be reserved by a newer acquisition
 // of the same key on the same session, which the next Acquire would then
 // adopt as its own (two holders, one fence). It reports what the deletion
-// found (deletedGone if none was made).
-func (d *driver) deleteOnce(ctx context.Context) (deletion, error) {
+// found (deletedGone if none was made). held (Release only): the lock was
+// held when the caller began; then a deletion that may have been an
+// earlier failed try's is confirmed by a keepalive (see Release) while
+// the lock still keeps its session in use, so that the session cannot
+// be dropped and revoked as unused before the keepalive is answered.
+func (d *driver) deleteOnce(ctx context.Context, held bool) (deletion, error) {
 	select {
 	case d.deleting <- struct{}{}:
 		defer func() { <-d.deleting }()
@@ -54,6 +58,9 @@ func (d *driver) deleteOnce(ctx context.Context) (deletion, error) {
 	}
 	found, err := d.l.deleteEntry(ctx, d.s, d.key, d.rev)
 	if err == nil {
+		if found == deletedMaybe && held && d.leaseAlive(ctx) {
+			found = deletedOurs // the failed try deleted it (see Release)
+		}
 		d.finish()
 	}
 	return found, err
@@ -108,7 +115,7 @@ func (d *driver) reapCheck() {
 	}
 	go func() {
 		defer d.l.wg.Done()
-		_, _ = d.deleteOnce(d.l.closing.Context()) // on failure, Release tries again
+		_, _ = d.deleteOnce(d.l.closing.Context(), false) // on failure, Release tries again
 	}()
 }
 
@@ -216,19 +223,15 @@ func (d *driver) Release(ctx context.Context) error {
 	defer d.l.wg.Done()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	found, err := d.deleteOnce(cctx)
+	found, err := d.deleteOnce(cctx, held)
 	if err != nil {
 		d.l.abandonRelease(d)
 		return unavailable("release", err)
 	}
-	switch {
-	case found == deletedOurs:
-		return nil
-	case found == deletedMaybe && held && d.leaseAlive(cctx):
-		return nil // our failed try deleted it (see above)
-	default:
+	if found != deletedOurs {
 		return ErrKeyGone
 	}
+	return nil
 }
 
 // heldAt reports whether, at t, the lock had not been reported lost and
@@ -258,7 +261,7 @@ func (l *Locker) abandonRelease(d *driver) {
 	}
 	go func() {
 		defer l.wg.Done()
-		_, _ = d.deleteOnce(l.closing.Context())
+		_, _ = d.deleteOnce(l.closing.Context(), false)
 		d.finish() // deleted, or the Locker closed: either way, done with it
 	}()
 }

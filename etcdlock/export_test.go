@@ -59,7 +59,7 @@ func (x *LockDriver) finished() bool {
 // has deleted the entry already. It reports whether it deleted the
 // lock's own entry.
 func (x *LockDriver) DeleteLate(ctx context.Context) (bool, error) {
-	found, err := x.d.deleteOnce(ctx)
+	found, err := x.d.deleteOnce(ctx, false)
 	return found == deletedOurs, err
 }
 
