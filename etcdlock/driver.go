@@ -58,6 +58,9 @@ func (d *driver) deleteOnce(ctx context.Context, held bool) (deletion, error) {
 	}
 	found, err := d.l.deleteEntry(ctx, d.s, d.key, d.rev)
 	if err == nil {
+		if testHookBeforeConfirm != nil {
+			testHookBeforeConfirm(d.s)
+		}
 		if found == deletedMaybe && held && d.leaseAlive(ctx) {
 			found = deletedOurs // the failed try deleted it (see Release)
 		}
@@ -65,6 +68,11 @@ func (d *driver) deleteOnce(ctx context.Context, held bool) (deletion, error) {
 	}
 	return found, err
 }
+
+// testHookBeforeConfirm, set by tests only (nil in production), runs in
+// deleteOnce after a deletion, before its confirmation and before the
+// lock leaves the session s.
+var testHookBeforeConfirm func(s *session)
 
 // attach registers the lock with its session (which tells it when the
 // session dies) and arms the reaper, which deletes the entry if the lock

@@ -110,3 +110,18 @@ func SetDeleteRepliesLost(t testing.TB, n int) {
 	}
 	t.Cleanup(func() { testHookDeleted = nil })
 }
+
+// WakeSessionBeforeConfirm makes every deletion, before it is confirmed,
+// wake its session's loop (as a detach does) and pause for d, so that the
+// loop may drop and revoke the session if it looks unused; the test's
+// cleanup removes the hook.
+func WakeSessionBeforeConfirm(t testing.TB, d time.Duration) {
+	testHookBeforeConfirm = func(s *session) {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+		time.Sleep(d)
+	}
+	t.Cleanup(func() { testHookBeforeConfirm = nil })
+}

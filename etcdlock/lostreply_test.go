@@ -42,6 +42,21 @@ func TestReleaseReplyLost(t *testing.T) {
 		mustRelease(t, mustAcquire(t, l, key)) // the key is free for the next holder
 	})
 
+	t.Run("SessionKeptUntilConfirmed", func(t *testing.T) {
+		// The failed try retires the session; the lock keeps it in use
+		// until the keepalive confirms the deletion, so a wake-up of the
+		// session's loop in between does not drop and revoke it (CI saw
+		// that race once when the keepalive came after the lock had left).
+		l := c.locker(t, "session-kept", nil)
+		key := uniqueKey(t)
+		ls := mustAcquire(t, l, key)
+		etcdlock.SetDeleteRepliesLost(t, 1)
+		etcdlock.WakeSessionBeforeConfirm(t, 200*time.Millisecond)
+		if err := ls.Release(ctx); err != nil {
+			t.Fatalf("Release after its applied delete lost its reply: %v, want nil", err)
+		}
+	})
+
 	t.Run("DeletedByOther", func(t *testing.T) {
 		// No try fails: the Release finds the entry gone and says so.
 		l := c.locker(t, "deleted-by-other", nil)
