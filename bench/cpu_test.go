@@ -81,6 +81,11 @@ func (s cpuSample) sub(a cpuSample) cpuSample {
 	return cpuSample{client: s.client - a.client, servers: s.servers - a.servers}
 }
 
+// add returns the sum of s and a.
+func (s cpuSample) add(a cpuSample) cpuSample {
+	return cpuSample{client: s.client + a.client, servers: s.servers + a.servers}
+}
+
 // processCPU is this process's CPU time so far (user + system, every
 // goroutine, including the client library's background ones).
 func processCPU(t testing.TB) time.Duration {

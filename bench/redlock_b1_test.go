@@ -72,8 +72,7 @@ func BenchmarkRedlockB1Uncontended(b *testing.B) {
 					}
 				}
 				us[im.name] = append(us[im.name], float64(time.Since(start).Microseconds())/rlB1Ops)
-				d := meter.sample(b).sub(before)
-				cpu[im.name] = cpuSample{cpu[im.name].client + d.client, cpu[im.name].servers + d.servers}
+				cpu[im.name] = cpu[im.name].add(meter.sample(b).sub(before))
 			}
 		}
 	}

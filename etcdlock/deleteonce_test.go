@@ -10,7 +10,6 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/etcdlock"
-	"github.com/distlock/distlock/testbed"
 )
 
 // TestDeleteOnce forces the interleavings behind deleteOnce (driver.go)
@@ -23,8 +22,7 @@ import (
 // The deletion paths are run in order through export_test.go, so the test
 // does not depend on timers.
 func TestDeleteOnce(t *testing.T) {
-	testbed.RequireDocker(t)
-	c := &cluster{testbed.StartEtcd(t, 1, testbed.EtcdOptions{})}
+	c := startMember(t)
 	admin := c.admin(t)
 
 	// reuse acquires key again on l after old's entry was deleted, and

@@ -217,8 +217,7 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 // in that case, and counts as released. Otherwise Release returns
 // ErrKeyGone, as it would without the failed try.
 func (d *driver) Release(ctx context.Context) error {
-	began := time.Now()
-	held := d.heldAt(began)
+	held := d.heldAt(time.Now())
 	d.mu.Lock()
 	if d.reap != nil {
 		d.reap.Stop()

@@ -37,6 +37,13 @@ func startCluster(t *testing.T) *cluster {
 	return &cluster{testbed.StartEtcd(t, 3, testbed.EtcdOptions{})}
 }
 
+// startMember starts a single-member etcd "cluster" for one test.
+func startMember(t *testing.T) *cluster {
+	t.Helper()
+	testbed.RequireDocker(t)
+	return &cluster{testbed.StartEtcd(t, 1, testbed.EtcdOptions{})}
+}
+
 // locker returns a Locker over a client of the links named link, both
 // closed when t ends.
 func (c *cluster) locker(t testing.TB, link string, opts *etcdlock.Options) *etcdlock.Locker {
