@@ -33,7 +33,7 @@ vet:
 # testbed object carries the io.distlock.testbed label) would steal CPU
 # from this run's timing-sensitive tests.
 clean-containers:
-	@ids=$$(docker ps -aq --filter label=io.distlock.testbed); [ -z "$$ids" ] || docker rm -f $$ids >/dev/null
+	@ids=$$(docker ps -aq --filter label=io.distlock.testbed); [ -z "$$ids" ] || docker rm -fv $$ids >/dev/null
 	@nets=$$(docker network ls -q --filter label=io.distlock.testbed); [ -z "$$nets" ] || docker network rm $$nets >/dev/null
 
 # Fast local loop: no containers, no images.

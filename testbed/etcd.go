@@ -17,8 +17,8 @@ import (
 // members talk to each other on 2380 over their private network.
 const etcdClientPort = "2379/tcp"
 
-// etcdDataDir is the member's data directory. It lives in the container's
-// writable layer, so it survives Kill and Start (etcd fsyncs its WAL).
+// etcdDataDir is the member's data directory. It is a volume (see
+// dataVolumes), so it survives Kill and Start (etcd fsyncs its WAL).
 const etcdDataDir = "/var/lib/distlock-etcd"
 
 // etcdAdminLink is the link name the testbed's own clients use; tests must
@@ -232,6 +232,7 @@ func StartEtcd(t testing.TB, n int, opts EtcdOptions) *EtcdCluster {
 			image: image,
 			port:  etcdClientPort,
 			cmd:   etcdArgs(i, n, opts),
+			data:  []string{etcdDataDir},
 			probe: probeEtcd,
 		}
 		if opts.Tmpfs {

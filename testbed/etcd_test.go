@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"github.com/moby/moby/api/types/mount"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 func TestEtcdCluster(t *testing.T) {
 	RequireDocker(t)
 	c := StartEtcd(t, 3, EtcdOptions{})
+	for _, n := range c.Nodes {
+		requireMount(t, n.Node, etcdDataDir, mount.TypeVolume)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cli := c.Client(t, "a")

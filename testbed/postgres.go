@@ -13,6 +13,10 @@ import (
 // postgresPort is the container port every Postgres server listens on.
 const postgresPort = "5432/tcp"
 
+// postgresDataDir is PGDATA in the image (scripts/images.sh); it is a
+// volume (see dataVolumes).
+const postgresDataDir = "/var/lib/postgresql/data"
+
 // PostgresUser is the superuser of the test clusters (trust
 // authentication: no password), and PostgresDB its database.
 const (
@@ -120,6 +124,7 @@ func postgresSpec(name, image string, opts PostgresOptions) nodeSpec {
 			ContainerFilePath: postgresHBA,
 			FileMode:          0o644,
 		}},
+		data:  []string{postgresDataDir},
 		probe: probePostgres,
 	}
 }

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"github.com/moby/moby/api/types/mount"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 func TestPostgres(t *testing.T) {
 	RequireDocker(t)
 	pg := StartPostgres(t, PostgresOptions{Args: []string{"-c", "max_locks_per_transaction=32"}})
+	requireMount(t, pg.Node, postgresDataDir, mount.TypeVolume)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := pgx.Connect(ctx, pg.URL("a"))

@@ -23,12 +23,17 @@ const redisPort = "6379/tcp"
 // so that CONFIG REWRITE can make a promotion survive restarts, as Sentinel
 // does; /data is the official image's working directory, which its
 // entrypoint hands to the redis user.
-const redisConf = "/data/distlock-redis.conf"
+const redisConf = redisDataDir + "/distlock-redis.conf"
+
+// redisDataDir holds the config file and, with fsync-always, the
+// append-only file (the servers run with --dir there); it is a volume
+// (see dataVolumes).
+const redisDataDir = "/data"
 
 // RedisOptions configures the Redis servers a test starts. Every server
-// runs redis-server /data/distlock-redis.conf --protected-mode no --port
-// 6379 --save "" --repl-diskless-sync-delay 0, then the persistence
-// arguments and Args.
+// runs redis-server /data/distlock-redis.conf --dir /data --protected-mode
+// no --port 6379 --save "" --repl-diskless-sync-delay 0, then the
+// persistence arguments and Args.
 type RedisOptions struct {
 	// Persistence: "" or "none" runs volatile servers (--save ""
 	// --appendonly no): Kill or Stop loses all data. "fsync-always" runs
@@ -42,7 +47,7 @@ type RedisOptions struct {
 // args returns the redis-server command line.
 func (o RedisOptions) args(t testing.TB) []string {
 	t.Helper()
-	cmd := []string{"redis-server", redisConf, "--protected-mode", "no", "--port", "6379", "--save", "",
+	cmd := []string{"redis-server", redisConf, "--dir", redisDataDir, "--protected-mode", "no", "--port", "6379", "--save", "",
 		// A primary would wait 5s for more replicas before a full sync.
 		"--repl-diskless-sync-delay", "0"}
 	switch o.Persistence {
@@ -142,6 +147,7 @@ func redisSpec(t testing.TB, r *RedisNode, name, image string, opts RedisOptions
 			ContainerFilePath: redisConf,
 			FileMode:          0o644,
 		}},
+		data:        []string{redisDataDir},
 		probe:       r.probe,
 		beforeStart: func() { r.own.Store(0) },
 	}

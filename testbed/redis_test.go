@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moby/moby/api/types/mount"
 	"net"
 	"os"
 	"runtime"
@@ -138,7 +139,11 @@ func TestRedisFsyncAlwaysSurvivesKill(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, time.Minute)
 	n := StartRedis(t, 1, RedisOptions{Persistence: "fsync-always"})[0]
+	requireMount(t, n.Node, redisDataDir, mount.TypeVolume)
 	c := newClient(t, n.Addr())
+	if dir, err := c.ConfigGet(ctx, "dir").Result(); err != nil || dir["dir"] != redisDataDir {
+		t.Fatalf("CONFIG GET dir: %v, %v; want the append-only file in %s", dir, err, redisDataDir)
+	}
 	if err := c.Set(ctx, "k", "durable", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

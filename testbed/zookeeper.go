@@ -139,6 +139,7 @@ func zkSpec(name, image string, id int, conf string, o ZooKeeperOptions) nodeSpe
 		image: image,
 		port:  zkClientPort,
 		cmd:   zkEntry(id, o.Heap),
+		data:  []string{"/data"}, // dataDir in zoo.cfg
 		files: []testcontainers.ContainerFile{{
 			Reader:            strings.NewReader("# written by distlock testbed\n" + conf),
 			ContainerFilePath: "/conf/zoo.cfg",

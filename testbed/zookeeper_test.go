@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"errors"
+	"github.com/moby/moby/api/types/mount"
 	"testing"
 	"time"
 
@@ -138,6 +139,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := StartZooKeeper(t, ZooKeeperOptions{})
+	requireMount(t, n.Node, "/data", mount.TypeVolume)
 	if m, err := n.Mode(ctx); err != nil || m != "standalone" {
 		t.Fatalf("mode %q, %v", m, err)
 	}
