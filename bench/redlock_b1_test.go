@@ -23,11 +23,15 @@ const (
 // of rlB1Ops. It reports the median per-pair time of each (us),
 // ours/redsync, and each one's CPU time per pair in this process
 // (client-cpu-us) and in the five servers together (server-cpu-us, from
-// INFO cpu). Run with -benchtime=1x.
+// INFO cpu). "floor" runs alongside: PERFORMANCE.md's write-all-then-
+// read-all floor (rlFloor), which no Redlock client can beat here, so
+// floor/redsync is the lowest ours/redsync this machine allows and
+// ours/floor what our library adds to it. Run with -benchtime=1x.
 func BenchmarkRedlockB1Uncontended(b *testing.B) {
 	c := startRedlockNodes(b, 5)
 	ours := c.ours(b, c.addrs, nil)
 	rs := c.redsync(b, c.addrs)
+	floor := newRLFloor(b, c.addrs)
 	ctx := context.Background()
 	impls := []struct {
 		name string
@@ -48,6 +52,7 @@ func BenchmarkRedlockB1Uncontended(b *testing.B) {
 			_, err := m.UnlockContext(ctx)
 			return err
 		}},
+		{"floor", func(key string) error { return floor.pair(b, key, 30*time.Second) }},
 	}
 	for _, im := range impls { // warm up connections and scripts
 		for i := range 200 {
@@ -77,18 +82,21 @@ func BenchmarkRedlockB1Uncontended(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	o, r := median(us["ours"]), median(us["redsync"])
+	o, r, f := median(us["ours"]), median(us["redsync"]), median(us["floor"])
 	b.ReportMetric(o, "ours-us")
 	b.ReportMetric(r, "redsync-us")
+	b.ReportMetric(f, "floor-us")
 	b.ReportMetric(o/r, "ours/redsync")
+	b.ReportMetric(f/r, "floor/redsync")
+	b.ReportMetric(o/f, "ours/floor")
 	// CPU per pair: with the client and the 5 servers on 2 cores, a pair
 	// costs at least (client + servers) / 2 of wall time; the servers do
 	// the same work for both implementations (the same requests), so
 	// their share bounds how far below redsync ours can get.
 	pairs := float64(b.N * rlB1Rounds * rlB1Ops)
-	for _, name := range []string{"ours", "redsync"} {
+	for _, name := range []string{"ours", "redsync", "floor"} {
 		b.ReportMetric(float64(cpu[name].client.Microseconds())/pairs, name+"-client-cpu-us")
 		b.ReportMetric(float64(cpu[name].servers.Microseconds())/pairs, name+"-server-cpu-us")
 	}
-	b.Logf("rounds: ours %v, redsync %v", us["ours"], us["redsync"])
+	b.Logf("rounds: ours %v, redsync %v, floor %v", us["ours"], us["redsync"], us["floor"])
 }
