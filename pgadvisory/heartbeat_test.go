@@ -14,7 +14,7 @@ import (
 // gone (pg_terminate_backend) before the monitor does, so it ends the
 // session without handing the connection back to a monitor; Release then
 // returns (ErrLeaseLost, the lease was lost first) instead of waiting for
-// a monitor run that will never come (session.armed). The monitors are
+// a monitor run that will never come (session.run). The monitors are
 // held back for the whole test: otherwise the monitor, reading the
 // connection, would notice the termination before any heartbeat.
 func TestReleaseAfterFailedHeartbeat(t *testing.T) {

@@ -63,6 +63,7 @@ type Locker struct {
 	wg      sync.WaitGroup     // calls in flight
 
 	watchdogs lease.Group // of the leases handed out; stopped by Close
+	starter   starter     // starts the leases' monitors (see starter.go)
 }
 
 var _ distlock.Locker = (*Locker)(nil)

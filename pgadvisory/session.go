@@ -52,10 +52,8 @@ type session struct {
 	mu       sync.Mutex // serialises Extend and Release
 	finished bool       // Release ran
 
-	want  atomic.Bool   // a request waits for the connection: the monitor exits
-	timer *time.Timer   // starts the next monitor run; guarded by mu
-	done  chan struct{} // closed when that run has exited; guarded by mu
-	armed bool          // timer is set and not yet taken back; guarded by mu
+	want atomic.Bool // a request waits for the connection: the monitor exits
+	run  *monitorRun // the next monitor run, not yet taken back; guarded by mu
 
 	vmu        sync.Mutex
 	validUntil time.Time
@@ -77,15 +75,16 @@ func (l *Locker) startSession(c *conn, key string, id int64, pid uint32, validUn
 	return s
 }
 
-// arm schedules the next monitor run. s.mu is held.
+// arm schedules the next monitor run, monitorDelay from now, on the
+// Locker's starter. s.mu is held.
 func (s *session) arm() {
-	done := make(chan struct{})
-	s.done, s.armed = done, true
 	delay := monitorDelay
 	if testHookMonitorDelay != nil {
 		delay = testHookMonitorDelay()
 	}
-	s.timer = time.AfterFunc(delay, func() { s.monitor(done) })
+	done := make(chan struct{})
+	s.run = &monitorRun{at: time.Now().Add(delay), start: func() { s.monitor(done) }, done: done}
+	s.l.starter.add(s.run)
 }
 
 // attach gives the session its lease, reporting a loss seen before.
@@ -185,14 +184,14 @@ func (s *session) lostCause() error {
 // and waited for. It returns false if the session is over (the monitor
 // ended it). s.mu is held.
 func (s *session) take() bool {
-	// Not armed: the connection is ours already (a failed heartbeat ended
+	// No run: the connection is ours already (a failed heartbeat ended
 	// the session without handing it back); there is no run to wait for.
-	armed := s.armed
-	s.armed = false
-	if armed && !s.timer.Stop() {
+	r := s.run
+	s.run = nil
+	if r != nil && !r.cancel() {
 		s.want.Store(true)
 		_ = s.nc.SetReadDeadline(time.Now())
-		<-s.done
+		<-r.done
 		s.want.Store(false)
 	}
 	s.vmu.Lock()
