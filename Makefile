@@ -35,6 +35,7 @@ vet:
 clean-containers:
 	@ids=$$(docker ps -aq --filter label=io.distlock.testbed); [ -z "$$ids" ] || docker rm -fv $$ids >/dev/null
 	@nets=$$(docker network ls -q --filter label=io.distlock.testbed); [ -z "$$nets" ] || docker network rm $$nets >/dev/null
+	@vols=$$(docker volume ls -q --filter label=io.distlock.testbed); [ -z "$$vols" ] || docker volume rm $$vols >/dev/null
 
 # Fast local loop: no containers, no images.
 test-short:

@@ -92,6 +92,10 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 		opts = append(opts, testcontainers.WithTmpfs(s.tmpfs))
 	}
 	if v := dataVolumes(s.data, s.tmpfs); len(v) > 0 {
+		// A host-config modifier replaces testcontainers' default one,
+		// which copies the request's deprecated host fields (CapAdd,
+		// Binds, Resources, ShmSize...): set such fields in a modifier
+		// (they chain), not in the request.
 		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.Mounts = append(hc.Mounts, v...)
 		}))
@@ -136,12 +140,15 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 // (the host's ext4), which made every fsync-bound figure (etcd's Raft
 // writes, Postgres's WAL flushes, Redis's appendfsync always) measure the
 // FUSE layer. A volume lives as long as its container, like the writable
-// layer: it survives Kill, Stop and Start, and Terminate removes it.
+// layer: it survives Kill, Stop and Start, and Terminate removes it. Each
+// carries the testbed's labels, so that make clean-containers finds one
+// whose container went some other way.
 func dataVolumes(paths []string, tmpfs map[string]string) []mount.Mount {
 	var ms []mount.Mount
 	for _, p := range paths {
 		if _, ok := tmpfs[p]; !ok {
-			ms = append(ms, mount.Mount{Type: mount.TypeVolume, Target: p})
+			ms = append(ms, mount.Mount{Type: mount.TypeVolume, Target: p,
+				VolumeOptions: &mount.VolumeOptions{Labels: labels()}})
 		}
 	}
 	return ms

@@ -3,10 +3,10 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"github.com/moby/moby/api/types/mount"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/mount"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 

@@ -2,11 +2,11 @@ package testbed
 
 import (
 	"context"
-	"github.com/moby/moby/api/types/mount"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/moby/moby/api/types/mount"
 )
 
 // TestPostgres: a server through a link, its data surviving Kill and

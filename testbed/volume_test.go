@@ -2,18 +2,19 @@ package testbed
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
 func TestDataVolumes(t *testing.T) {
 	got := dataVolumes([]string{"/data", "/var/lib/x"}, map[string]string{"/var/lib/x": "rw"})
-	want := []mount.Mount{{Type: mount.TypeVolume, Target: "/data"}}
-	if !slices.Equal(got, want) {
+	want := []mount.Mount{{Type: mount.TypeVolume, Target: "/data", VolumeOptions: &mount.VolumeOptions{Labels: labels()}}}
+	if len(got) != 1 || got[0].Target != want[0].Target || got[0].Type != want[0].Type ||
+		got[0].VolumeOptions == nil || got[0].VolumeOptions.Labels[LabelTestbed] != "true" {
 		t.Fatalf("dataVolumes = %+v, want %+v (a tmpfs path gets no volume)", got, want)
 	}
 	if got := dataVolumes(nil, nil); len(got) != 0 {
@@ -45,4 +46,57 @@ func requireMount(t *testing.T, n *Node, path string, typ mount.Type) {
 		}
 	}
 	t.Fatalf("%s: nothing mounted at %s (mounts %+v): the data would live in the writable layer", n.Name(), path, info.Container.Mounts)
+}
+
+// TestVolumeLifetime: a server's data volume carries the testbed's
+// labels, stays the same volume across Kill and Start (so data written
+// before a crash is there after it), and is removed with its container.
+func TestVolumeLifetime(t *testing.T) {
+	RequireDocker(t)
+	cli, err := dockerClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	volume := func(t *testing.T, n *Node) string {
+		t.Helper()
+		info, err := cli.ContainerInspect(ctx, n.ContainerID(), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range info.Container.Mounts {
+			if m.Destination == redisDataDir && m.Type == mount.TypeVolume {
+				return m.Name
+			}
+		}
+		t.Fatalf("%s: no volume at %s", n.Name(), redisDataDir)
+		return ""
+	}
+	var name string
+	t.Run("node", func(t *testing.T) {
+		n := StartRedis(t, 1, RedisOptions{})[0].Node
+		name = volume(t, n)
+		v, err := cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Volume.Labels[LabelTestbed] != "true" {
+			t.Fatalf("volume %s labels %v: no %s", name, v.Volume.Labels, LabelTestbed)
+		}
+		if err := n.Kill(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := volume(t, n); got != name {
+			t.Fatalf("after Kill and Start the data is on volume %s, was %s", got, name)
+		}
+	}) // the subtest's cleanup terminated the container
+	if _, err := cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
+		t.Fatalf("volume %s outlived its container", name)
+	} else if !errdefs.IsNotFound(err) {
+		t.Fatalf("inspect volume %s: %v", name, err)
+	}
 }

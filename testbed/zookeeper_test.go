@@ -3,11 +3,11 @@ package testbed
 import (
 	"context"
 	"errors"
-	"github.com/moby/moby/api/types/mount"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/moby/moby/api/types/mount"
 )
 
 // zkConnect opens a go-zookeeper session on addrs, closed when t ends,
