@@ -279,7 +279,7 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 			token, ms(o.TTL), l.channel + "|" + w.id, w.score, ms(3 * max(o.TTL, l.opts.PollInterval))}}
 	}
 	unlock := func(int) []string {
-		return []string{"EVALSHA", releaseScript.sha, "3", k.lock, k.fence, k.queue, token, "0"}
+		return []string{"EVALSHA", releaseScript.sha, "2", k.lock, k.queue, token}
 	}
 	start := time.Now()
 	res, conns := l.fanout(ctx, start.Add(nt), func(int) [][]string { return cmds },
@@ -394,8 +394,9 @@ type driver struct {
 	token string
 	fence int64
 	// wb: some granting node's counter was below fence at acquisition, so
-	// Extend and Release repeat the write-back (else they pass 0: every
-	// granting node already had it, and a counter never decreases).
+	// Extend and Release repeat the write-back (else Extend passes 0 and
+	// Release runs the script without the counter: every granting node
+	// already had it, and a counter never decreases).
 	wb  bool
 	ttl time.Duration // the acquisition's, for the node timeout of Release
 }
@@ -428,7 +429,10 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 
 // Release implements lease.Driver: compare-and-delete on every node.
 func (d *driver) Release(ctx context.Context) error {
-	cmd := []string{"EVALSHA", releaseScript.sha, "3", d.k.lock, d.k.fence, d.k.queue, d.token, d.fenceArg()}
+	cmd := []string{"EVALSHA", releaseScript.sha, "2", d.k.lock, d.k.queue, d.token}
+	if d.wb {
+		cmd = []string{"EVALSHA", releaseFenced.sha, "3", d.k.lock, d.k.fence, d.k.queue, d.token, d.fenceArg()}
+	}
 	// A node that does not answer in time keeps its connection: the
 	// request is on its way, and closing the connection under it could
 	// lose it, leaving the key locked there for the TTL. The late func
