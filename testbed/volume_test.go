@@ -24,8 +24,9 @@ func TestDataVolumes(t *testing.T) {
 
 // requireMount fails t unless n's container mounts a mount of type typ
 // at path: the server's data is on a volume (or tmpfs), not in the
-// container's writable layer (see dataVolumes).
-func requireMount(t *testing.T, n *Node, path string, typ mount.Type) {
+// container's writable layer (see dataVolumes). It returns the mount's
+// name (a volume's name).
+func requireMount(t *testing.T, n *Node, path string, typ mount.Type) string {
 	t.Helper()
 	cli, err := dockerClient()
 	if err != nil {
@@ -42,10 +43,11 @@ func requireMount(t *testing.T, n *Node, path string, typ mount.Type) {
 			if m.Type != typ {
 				t.Fatalf("%s: %s is a %s mount, want %s", n.Name(), path, m.Type, typ)
 			}
-			return
+			return m.Name
 		}
 	}
 	t.Fatalf("%s: nothing mounted at %s (mounts %+v): the data would live in the writable layer", n.Name(), path, info.Container.Mounts)
+	return ""
 }
 
 // TestVolumeLifetime: a server's data volume carries the testbed's
@@ -59,24 +61,10 @@ func TestVolumeLifetime(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	volume := func(t *testing.T, n *Node) string {
-		t.Helper()
-		info, err := cli.ContainerInspect(ctx, n.ContainerID(), client.ContainerInspectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range info.Container.Mounts {
-			if m.Destination == redisDataDir && m.Type == mount.TypeVolume {
-				return m.Name
-			}
-		}
-		t.Fatalf("%s: no volume at %s", n.Name(), redisDataDir)
-		return ""
-	}
 	var name string
 	t.Run("node", func(t *testing.T) {
 		n := StartRedis(t, 1, RedisOptions{})[0].Node
-		name = volume(t, n)
+		name = requireMount(t, n, redisDataDir, mount.TypeVolume)
 		v, err := cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +78,7 @@ func TestVolumeLifetime(t *testing.T) {
 		if err := n.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := volume(t, n); got != name {
+		if got := requireMount(t, n, redisDataDir, mount.TypeVolume); got != name {
 			t.Fatalf("after Kill and Start the data is on volume %s, was %s", got, name)
 		}
 	}) // the subtest's cleanup terminated the container
