@@ -127,6 +127,8 @@ func etcdContenders(b *testing.B, e *etcdCluster, impl string, k int) []contende
 		for i := range out {
 			out[i] = mutexContender{session(b, clis[i%n])}
 		}
+	case "floor":
+		out = etcdFloors(b, e, k)
 	default:
 		b.Fatalf("unknown implementation %q", impl)
 	}

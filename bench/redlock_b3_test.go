@@ -128,7 +128,7 @@ func (r rlRun) rate() float64 { return float64(r.total()) / r.elapsed.Seconds() 
 func BenchmarkRedlockB3OneKey(b *testing.B) {
 	c := startRedlockNodes(b, 5)
 	runThroughput(b, throughputCase{
-		impls:      [2]string{"ours", "redsync"},
+		impls:      []string{"ours", "redsync"},
 		ks:         []int{1, 8, 64},
 		contenders: func(b *testing.B, impl string, k int) []contender { return rlContenders(b, c, impl, k) },
 		key: func(impl string, k, round, _ int) string {

@@ -15,7 +15,7 @@ import (
 func BenchmarkRedlockB4ManyKeys(b *testing.B) {
 	c := startRedlockNodes(b, 5)
 	runThroughput(b, throughputCase{
-		impls:      [2]string{"ours", "redsync"},
+		impls:      []string{"ours", "redsync"},
 		ks:         []int{1, 8, 64},
 		contenders: func(b *testing.B, impl string, k int) []contender { return rlContenders(b, c, impl, k) },
 		key: func(impl string, k, round, w int) string {

@@ -11,9 +11,10 @@ import (
 // benchmark (B3, B4) runs per k, alternating, before it takes medians.
 const throughputRounds = 3
 
-// throughputCase is one throughput benchmark over two implementations.
+// throughputCase is one throughput benchmark over two implementations,
+// and any controls.
 type throughputCase struct {
-	impls [2]string // "ours" first, then the peer
+	impls []string // "ours" first, then the peer, then controls (a floor)
 	ks    []int
 	// contenders returns k warmed-up contenders of impl.
 	contenders func(b *testing.B, impl string, k int) []contender
@@ -23,13 +24,14 @@ type throughputCase struct {
 	run time.Duration
 }
 
-// runThroughput runs, for each k, throughputRounds rounds of both
-// implementations, the order rotating each round so that the machine's
+// runThroughput runs, for each k, throughputRounds rounds of every
+// implementation, the order rotating each round so that the machine's
 // slow phases hit both alike (PERFORMANCE.md: alternate, repeat, take
 // medians). Each k is one sub-benchmark that reports the median
 // acquisitions/s of each implementation, ours/peer of the medians, the
 // failures of all rounds, and each implementation's fairness: the fewest
-// over the most acquisitions of one worker, summed over the rounds.
+// over the most acquisitions of one worker, summed over the rounds. For a
+// control c it also reports c/peer and ours/c.
 func runThroughput(b *testing.B, tc throughputCase) {
 	for _, k := range tc.ks {
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
@@ -67,8 +69,16 @@ func runThroughput(b *testing.B, tc throughputCase) {
 			if p := median(rates[peer]); p > 0 {
 				b.ReportMetric(median(rates[ours])/p, ours+"/"+peer)
 			}
+			for _, c := range tc.impls[2:] {
+				if m := median(rates[c]); m > 0 && median(rates[peer]) > 0 {
+					b.ReportMetric(m/median(rates[peer]), c+"/"+peer)
+					b.ReportMetric(median(rates[ours])/m, ours+"/"+c)
+				}
+			}
 			b.ReportMetric(0, "ns/op")
-			b.Logf("rounds (acq/s): %s %v, %s %v", ours, rates[ours], peer, rates[peer])
+			for _, impl := range tc.impls {
+				b.Logf("rounds (acq/s): %s %v", impl, rates[impl])
+			}
 		})
 	}
 }
