@@ -49,6 +49,66 @@ func timed(t *testing.T, l distlock.Locker, key string) (acq, rel time.Duration)
 	return acq, time.Since(start)
 }
 
+// testReleaseRetried cuts three nodes' links (each connection reset, each
+// new one closed at once) while a lock is held: Release cannot reach a
+// majority and says so, and once the links are back its background retry
+// deletes the key from those nodes long before the 10 s TTL.
+func (c *cluster) testReleaseRetried(t *testing.T) {
+	l := c.locker(t, "retry", nil)
+	key := uniqueKey(t)
+	ls := mustAcquire(t, l, key, distlock.WithTTL(10*time.Second))
+	cut := c.nodes[:3]
+	targets := make([]string, len(cut))
+	for i, n := range cut {
+		targets[i] = n.Link("retry").Target()
+		n.Link("retry").SetTarget("")
+	}
+	err := ls.Release(context.Background())
+	if !errors.Is(err, distlock.ErrUnavailable) {
+		t.Fatalf("Release with 3 of 5 nodes cut: %v, want ErrUnavailable", err)
+	}
+	if h := c.holders(t, key); len(h) != 3 {
+		t.Fatalf("after the failed Release the key is on nodes %v, want the 3 cut off", h)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for i, n := range cut {
+		n.Link("retry").SetTarget(targets[i])
+	}
+	start := time.Now()
+	eventually(t, 3*time.Second, "the background retry deleted the key from the nodes cut off", func() bool {
+		return len(c.holders(t, key)) == 0
+	})
+	t.Logf("key gone everywhere %v after the links came back", time.Since(start).Round(time.Millisecond))
+	mustRelease(t, mustAcquire(t, l, key)) // the next acquirer is not blocked
+
+	// A retry still pending (the links stay cut) ends with Close, which
+	// waits for it (TestMain's leak check would see it otherwise).
+	l2, err := redlock.New(c.addrs("retry"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls = mustAcquire(t, l2, uniqueKey(t), distlock.WithTTL(10*time.Second))
+	for _, n := range cut {
+		n.Link("retry").SetTarget("")
+	}
+	defer func() {
+		for i, n := range cut {
+			n.Link("retry").SetTarget(targets[i])
+		}
+	}()
+	if err := ls.Release(context.Background()); !errors.Is(err, distlock.ErrUnavailable) {
+		t.Fatalf("second Release with 3 of 5 nodes cut: %v, want ErrUnavailable", err)
+	}
+	time.Sleep(50 * time.Millisecond) // a few tries fail meanwhile
+	start = time.Now()
+	if err := l2.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %v with a release retry pending", d)
+	}
+}
+
 func (c *cluster) testTwoKilled(t *testing.T) {
 	l := c.locker(t, "a", nil)
 	mustRelease(t, mustAcquire(t, l, uniqueKey(t))) // connections up

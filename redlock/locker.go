@@ -427,30 +427,31 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 	return vu, nil
 }
 
-// Release implements lease.Driver: compare-and-delete on every node.
-func (d *driver) Release(ctx context.Context) error {
-	cmd := []string{"EVALSHA", releaseScript.sha, "2", d.k.lock, d.k.queue, d.token}
-	if d.wb {
-		cmd = []string{"EVALSHA", releaseFenced.sha, "3", d.k.lock, d.k.fence, d.k.queue, d.token, d.fenceArg()}
-	}
-	// A node that does not answer in time keeps its connection: the
-	// request is on its way, and closing the connection under it could
-	// lose it, leaving the key locked there for the TTL. The late func
-	// reads its reply in the background (resending the compare-and-delete
-	// behind it, which can only find nothing more to delete).
-	late := d.l.lateCleanup(d.ttl, func(int) []string { return cmd })
-	_, err := d.l.confirm(ctx, time.Now().Add(d.l.opts.nodeTimeout(d.ttl)), "release", d.key, cmd, late)
-	return err
-}
-
 // confirm runs a compare-and-X script on every node and returns how many
 // answered 1, or a *QuorumError if fewer than a majority did. late, if
 // not nil, follows up on the nodes that did not answer in time (see
 // fanout).
 func (l *Locker) confirm(ctx context.Context, deadline time.Time, op, key string, cmd []string, late func(int, *conn)) (int, error) {
-	cmds := [][]string{cmd}
-	res, conns := l.fanout(ctx, deadline, func(int) [][]string { return cmds }, late)
+	res := l.fanoutOne(ctx, deadline, func(int) []string { return cmd }, late)
+	return l.tally(res, op, key)
+}
+
+// fanoutOne runs cmd(i) on each node i (nil: skip it) through fanout and
+// hands the connections back.
+func (l *Locker) fanoutOne(ctx context.Context, deadline time.Time, cmd func(i int) []string, late func(int, *conn)) []result {
+	res, conns := l.fanout(ctx, deadline, func(i int) [][]string {
+		if c := cmd(i); c != nil {
+			return [][]string{c}
+		}
+		return nil
+	}, late)
 	l.done(conns)
+	return res
+}
+
+// tally counts the nodes whose compare-and-X script answered 1, and
+// returns a *QuorumError if fewer than a majority did.
+func (l *Locker) tally(res []result, op, key string) (int, error) {
 	got := 0
 	var fails []NodeError
 	for i, r := range res {

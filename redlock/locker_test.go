@@ -31,6 +31,7 @@ func TestRedlock(t *testing.T) {
 		t.Run("LocalTurns", c.testLocalTurns)
 	})
 	t.Run("Faults", func(t *testing.T) {
+		t.Run("ReleaseRetried", c.testReleaseRetried)
 		t.Run("TwoKilled", c.testTwoKilled)
 		t.Run("ThreeKilled", c.testThreeKilled)
 		t.Run("Paused", c.testPaused)
