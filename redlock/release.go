@@ -90,4 +90,3 @@ func (l *Locker) retryRelease(idx []int, cmd []string, until time.Time) {
 		}
 	}()
 }
-
