@@ -1,8 +1,11 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +110,60 @@ func (c *cluster) testReleaseRetried(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("Close took %v with a release retry pending", d)
 	}
+}
+
+// testReleaseRetryBounded releases 100 locks while two nodes' links are
+// cut: every release queues a retry for both, yet each node has one
+// retrier goroutine at most, and once the links are back the queues drain
+// and the goroutines end.
+func (c *cluster) testReleaseRetryBounded(t *testing.T) {
+	l := c.locker(t, "bounded", nil)
+	mustRelease(t, mustAcquire(t, l, uniqueKey(t))) // connections up
+	cut := c.nodes[3:]
+	targets := make([]string, len(cut))
+	for i, n := range cut {
+		targets[i] = n.Link("bounded").Target()
+		n.Link("bounded").SetTarget("")
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			for i, n := range cut {
+				n.Link("bounded").SetTarget(targets[i])
+			}
+		}
+	}
+	defer heal()
+	most := 0
+	for range 100 {
+		mustRelease(t, mustAcquire(t, l, uniqueKey(t))) // 3 of 5 suffice
+		most = max(most, retriers())
+	}
+	if most > len(cut) {
+		t.Fatalf("%d release retriers at once for %d unreachable nodes, want at most one per node", most, len(cut))
+	}
+	if most == 0 {
+		t.Fatal("no release retrier ran: the releases did not miss the nodes cut off")
+	}
+	heal()
+	eventually(t, 5*time.Second, "the retriers drained their queues and ended", func() bool { return retriers() == 0 })
+}
+
+// retriers counts the goroutines sending a node's pending releases.
+func retriers() int {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	n := 0
+	for _, block := range strings.Split(buf.String(), "\n\n") {
+		if strings.Contains(block, "redlock.(*Locker).retryOn.func1") {
+			var k int
+			if _, err := fmt.Sscanf(block, "%d @", &k); err == nil {
+				n += k
+			}
+		}
+	}
+	return n
 }
 
 func (c *cluster) testTwoKilled(t *testing.T) {

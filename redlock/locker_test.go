@@ -32,6 +32,7 @@ func TestRedlock(t *testing.T) {
 	})
 	t.Run("Faults", func(t *testing.T) {
 		t.Run("ReleaseRetried", c.testReleaseRetried)
+		t.Run("ReleaseRetryBounded", c.testReleaseRetryBounded)
 		t.Run("TwoKilled", c.testTwoKilled)
 		t.Run("ThreeKilled", c.testThreeKilled)
 		t.Run("Paused", c.testPaused)

@@ -29,6 +29,8 @@ type node struct {
 	idle   []*conn
 	conns  map[*conn]struct{} // every open connection, idle or in use
 	closed bool
+
+	releases releaseRetrier // releases to send again (release.go)
 }
 
 // get returns an idle connection, or nil.
