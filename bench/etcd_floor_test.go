@@ -17,8 +17,8 @@ import (
 // etcdFloor is the bare protocol B3 asks for, on a raw client, with
 // nothing else: the fewest requests a FIFO queue lock over etcd that
 // pushes its hand-offs can make. It is a control, not a lock anyone
-// should use: no try timeouts, no validity, no clean-up of a failed wait,
-// no check of its own lease.
+// should use: no try timeouts, no validity, no retries, no check of its
+// own lease (a failed wait only deletes its entry).
 //
 //   - acquire: one transaction creates the entry (the session's lease ID
 //     under the lock's prefix, as concurrency.Mutex writes it) and reads
@@ -27,7 +27,7 @@ import (
 //     the member serves it as soon as the deletion commits), one point
 //     read if the member had passed the read when the watch started, and
 //     after the deletion one read of the entry just ahead (served by the
-//     member once it has applied the deletion, else by the leader);
+//     member once it has applied the deletion, else linearizable);
 //   - release: one delete.
 //
 // Its watches share one stream per client, kept open by an idle watch

@@ -103,12 +103,18 @@ func (c *cluster) testReleaseRetried(t *testing.T) {
 		t.Fatalf("second Release with 3 of 5 nodes cut: %v, want ErrUnavailable", err)
 	}
 	time.Sleep(50 * time.Millisecond) // a few tries fail meanwhile
+	if n := retriers(); n == 0 {
+		t.Fatal("no release retrier pending before Close: this part tests nothing")
+	}
 	start = time.Now()
 	if err := l2.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("Close took %v with a release retry pending", d)
+	}
+	if n := retriers(); n > 0 {
+		t.Fatalf("%d release retriers still running after Close returned", n)
 	}
 }
 
@@ -148,6 +154,72 @@ func (c *cluster) testReleaseRetryBounded(t *testing.T) {
 	}
 	heal()
 	eventually(t, 5*time.Second, "the retriers drained their queues and ended", func() bool { return retriers() == 0 })
+}
+
+// testReleaseRetryAfterExtend: a lock acquired for 1 s and extended to
+// 10 s, released while three nodes are cut off for 1.5 s, is still
+// retried when they come back: the retry lasts as long as the longest TTL
+// the key was given, not the acquisition's.
+func (c *cluster) testReleaseRetryAfterExtend(t *testing.T) {
+	l := c.locker(t, "extend", nil)
+	key := uniqueKey(t)
+	ls := mustAcquire(t, l, key, distlock.WithTTL(time.Second))
+	if err := ls.Extend(context.Background(), 10*time.Second); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	cut := c.nodes[:3]
+	targets := make([]string, len(cut))
+	for i, n := range cut {
+		targets[i] = n.Link("extend").Target()
+		n.Link("extend").SetTarget("")
+	}
+	if err := ls.Release(context.Background()); !errors.Is(err, distlock.ErrUnavailable) {
+		t.Fatalf("Release with 3 of 5 nodes cut: %v, want ErrUnavailable", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the acquisition's TTL
+	if h := c.holders(t, key); len(h) != 3 {
+		t.Fatalf("1.5 s after the failed Release the key is on nodes %v, want the 3 cut off (extended to 10 s)", h)
+	}
+	for i, n := range cut {
+		n.Link("extend").SetTarget(targets[i])
+	}
+	eventually(t, 3*time.Second, "the retry deleted the extended key from the nodes cut off", func() bool {
+		return len(c.holders(t, key)) == 0
+	})
+}
+
+// testReleaseRetryLate: three nodes answer too late (300 ms of latency on
+// their links against the 50 ms node timeout), and their connections are
+// then reset before the delayed release reaches them, so the late
+// clean-up fails too: those nodes are handed to the retrier, which deletes
+// the key once the links are back.
+func (c *cluster) testReleaseRetryLate(t *testing.T) {
+	l := c.locker(t, "late", nil)
+	key := uniqueKey(t)
+	ls := mustAcquire(t, l, key, distlock.WithTTL(10*time.Second))
+	cut := c.nodes[:3]
+	targets := make([]string, len(cut))
+	for i, n := range cut {
+		targets[i] = n.Link("late").Target()
+		n.Link("late").SetLatency(300 * time.Millisecond)
+	}
+	if err := ls.Release(context.Background()); !errors.Is(err, distlock.ErrUnavailable) {
+		t.Fatalf("Release with 3 of 5 nodes late: %v, want ErrUnavailable", err)
+	}
+	for _, n := range cut {
+		n.Link("late").SetTarget("") // resets the late connections, requests still held back
+	}
+	time.Sleep(100 * time.Millisecond)
+	if h := c.holders(t, key); len(h) != 3 {
+		t.Fatalf("after the late release was cut the key is on nodes %v, want the 3 cut off", h)
+	}
+	for i, n := range cut {
+		n.Link("late").Heal()
+		n.Link("late").SetTarget(targets[i])
+	}
+	eventually(t, 3*time.Second, "the retry deleted the key from the nodes whose late clean-up failed", func() bool {
+		return len(c.holders(t, key)) == 0
+	})
 }
 
 // retriers counts the goroutines sending a node's pending releases.

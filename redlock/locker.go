@@ -24,7 +24,9 @@
 // held, fewer further failures are tolerated for its Extend and Release
 // than Guarantees.ToleratedFailures says for acquisitions. Release is a
 // compare-and-delete on all nodes (a node that answers too late is read
-// in the background, its connection kept, so its delete still lands); Extend a compare-and-PEXPIRE on all
+// in the background, its connection kept, so its delete still lands; a
+// node the release does not reach is sent it again in the background, see
+// Release); Extend a compare-and-PEXPIRE on all
 // nodes, which never re-creates a key, confirmed by a majority within the
 // remaining validity.
 //
@@ -283,7 +285,7 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 	}
 	start := time.Now()
 	res, conns := l.fanout(ctx, start.Add(nt), func(int) [][]string { return cmds },
-		l.lateCleanup(o.TTL, unlock)) // a node that did not answer in time: unlock behind the request
+		l.lateCleanup(o.TTL, unlock, nil)) // a node that did not answer in time: unlock behind the request
 	var fence int64
 	got := 0
 	var fails []NodeError
@@ -332,7 +334,7 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 			Key: key, Token: token, Fence: uint64(fence), Start: start,
 			ValidUntil: validity.Until(start, o.TTL, l.opts.drift(o.TTL)),
 			Options:    o,
-			Driver:     &driver{l: l, k: k, key: key, token: token, fence: fence, wb: wb, ttl: o.TTL},
+			Driver:     newDriver(l, k, key, token, fence, wb, o.TTL),
 			OnEnd:      func() { l.freeSlot(key) },
 			Group:      &l.watchdogs,
 			Drift:      l.opts.drift,
@@ -399,6 +401,27 @@ type driver struct {
 	// already had it, and a counter never decreases).
 	wb  bool
 	ttl time.Duration // the acquisition's, for the node timeout of Release
+	// longest is the longest TTL set on the key so far (by the
+	// acquisition or an Extend), in nanoseconds: no copy of the key
+	// outlives now + longest.
+	longest atomic.Int64
+}
+
+// newDriver returns the driver of a lock granted with ttl.
+func newDriver(l *Locker, k keys, key, token string, fence int64, wb bool, ttl time.Duration) *driver {
+	d := &driver{l: l, k: k, key: key, token: token, fence: fence, wb: wb, ttl: ttl}
+	d.longest.Store(int64(ttl))
+	return d
+}
+
+// lengthen records that an Extend set ttl on the key.
+func (d *driver) lengthen(ttl time.Duration) {
+	for {
+		cur := d.longest.Load()
+		if int64(ttl) <= cur || d.longest.CompareAndSwap(cur, int64(ttl)) {
+			return
+		}
+	}
 }
 
 // fenceArg is the fence Extend and Release write back: "0" (none) unless
@@ -420,6 +443,7 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 	if qerr != nil {
 		return time.Time{}, qerr
 	}
+	d.lengthen(ttl)
 	vu := validity.Until(start, ttl, d.l.opts.drift(ttl))
 	if time.Now().After(vu) {
 		return time.Time{}, fmt.Errorf("%w: redlock: extend %q: %d nodes confirmed after the new validity ran out", distlock.ErrUnavailable, d.key, got)

@@ -33,6 +33,8 @@ func TestRedlock(t *testing.T) {
 	t.Run("Faults", func(t *testing.T) {
 		t.Run("ReleaseRetried", c.testReleaseRetried)
 		t.Run("ReleaseRetryBounded", c.testReleaseRetryBounded)
+		t.Run("ReleaseRetryAfterExtend", c.testReleaseRetryAfterExtend)
+		t.Run("ReleaseRetryLate", c.testReleaseRetryLate)
 		t.Run("TwoKilled", c.testTwoKilled)
 		t.Run("ThreeKilled", c.testThreeKilled)
 		t.Run("Paused", c.testPaused)

@@ -385,11 +385,15 @@ func (l *Locker) done(conns []*conn) {
 
 // lateCleanup returns a late func that pipelines cmd(i) behind the
 // unanswered request and waits up to wait for both replies, then keeps
-// the connection if both came.
-func (l *Locker) lateCleanup(wait time.Duration, cmd func(i int) []string) func(int, *conn) {
+// the connection if both came. If either failed and failed is not nil, it
+// calls failed(i).
+func (l *Locker) lateCleanup(wait time.Duration, cmd func(i int) []string, failed func(i int)) func(int, *conn) {
 	return func(i int, c *conn) {
 		nd := l.nodes[i]
 		_, err := c.roundTrip(time.Now().Add(wait), cmd(i))
+		if err != nil && failed != nil {
+			failed(i)
+		}
 		if err != nil {
 			var se serverError
 			if !errors.As(err, &se) {

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -21,10 +20,11 @@ const (
 // Release implements lease.Driver: compare-and-delete on every node, each
 // within the node timeout. It fails with a *QuorumError (matching
 // distlock.ErrUnavailable) if fewer than a majority confirmed. Either
-// way, a node that could not be reached (its connection failed, or a new
-// one could not be opened within the node timeout) is sent the release
-// again in the background (retryRelease), so that its copy of the key
-// does not block the next acquirer until the TTL runs out.
+// way, a node whose release failed (its connection failed, a new one
+// could not be opened within the node timeout, it answered with an error,
+// or it answered neither in time nor later, see below) is sent the
+// release again in the background (retryRelease), so that its copy of
+// the key does not block the next acquirer until the TTL runs out.
 func (d *driver) Release(ctx context.Context) error {
 	cmd := []string{"EVALSHA", releaseScript.sha, "2", d.k.lock, d.k.queue, d.token}
 	if d.wb {
@@ -35,8 +35,10 @@ func (d *driver) Release(ctx context.Context) error {
 	// lose it, leaving the key locked there for the TTL. The late func
 	// reads its reply in the background (resending the compare-and-delete
 	// behind it, which can only find nothing more to delete).
-	until := time.Now().Add(d.ttl) // no copy of the key outlives this
-	late := d.l.lateCleanup(d.ttl, func(int) []string { return cmd })
+	until := time.Now().Add(time.Duration(d.longest.Load())) // no copy of the key outlives this
+	late := d.l.lateCleanup(d.ttl, func(int) []string { return cmd }, func(i int) {
+		d.l.retryRelease([]int{i}, cmd, until) // the late read or its clean-up failed too
+	})
 	res := d.l.fanoutOne(ctx, time.Now().Add(d.l.opts.nodeTimeout(d.ttl)), func(int) []string { return cmd }, late)
 	_, err := d.l.tally(res, "release", d.key)
 	if missed := unreached(res); len(missed) > 0 {
@@ -45,15 +47,15 @@ func (d *driver) Release(ctx context.Context) error {
 	return err
 }
 
-// unreached lists the nodes of a fan-out whose request may not have
-// reached them: a transport error, not a reply (a server's error reply
-// means it ran the request) and not a late one (the late func follows
+// unreached lists the nodes of a fan-out whose request failed: a
+// transport error, or an error reply (NOSCRIPT, BUSY, LOADING, READONLY:
+// the script did not run; a release is idempotent, so sending it again is
+// safe whatever the error), but not a late reply (the late func follows
 // those up).
 func unreached(res []result) []int {
 	var out []int
 	for i, r := range res {
-		var se serverError
-		if r.err != nil && !r.late && !errors.As(r.err, &se) {
+		if r.err != nil && !r.late {
 			out = append(out, i)
 		}
 	}

@@ -62,7 +62,7 @@ func TestLateCleanupSurvivesCtxEndingAsFanoutReturns(t *testing.T) {
 // succeeded.
 func observedLateCleanup(l *Locker, cleanup []string) (func(int, *conn), chan bool) {
 	kept := make(chan bool, 1)
-	inner := l.lateCleanup(time.Second, func(int) []string { return cleanup })
+	inner := l.lateCleanup(time.Second, func(int) []string { return cleanup }, nil)
 	return func(i int, lc *conn) {
 		inner(i, lc)
 		kept <- l.nodes[i].pooled(lc)
