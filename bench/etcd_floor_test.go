@@ -49,7 +49,11 @@ func etcdFloors(b testing.TB, e *etcdCluster, k int) []contender {
 		clis[i] = e.client(b)
 		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 		b.Cleanup(cancel)
-		_ = clis[i].Watch(ctx, "\x00bench-floor-stream", clientv3.WithRev(keeperRevFloor))
+		wch := clis[i].Watch(ctx, "\x00bench-floor-stream", clientv3.WithRev(keeperRevFloor))
+		go func() {
+			for range wch { // nothing comes; drained so that nothing could block the stream
+			}
+		}()
 	}
 	out := make([]contender, k)
 	for i := range out {
