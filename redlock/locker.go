@@ -280,12 +280,14 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 		cmds = [][]string{{"EVALSHA", acquireScript.sha, "3", k.lock, k.fence, k.queue,
 			token, ms(o.TTL), l.channel + "|" + w.id, w.score, ms(3 * max(o.TTL, l.opts.PollInterval))}}
 	}
-	unlock := func(int) []string {
-		return []string{"EVALSHA", releaseScript.sha, "2", k.lock, k.queue, token}
-	}
+	unlockCmd := []string{"EVALSHA", releaseScript.sha, "2", k.lock, k.queue, token}
+	unlock := func(int) []string { return unlockCmd }
 	start := time.Now()
+	until := start.Add(o.TTL) // no copy of the key outlives this
 	res, conns := l.fanout(ctx, start.Add(nt), func(int) [][]string { return cmds },
-		l.lateCleanup(o.TTL, unlock, nil)) // a node that did not answer in time: unlock behind the request
+		// A node that did not answer in time: unlock behind the request
+		// (and if that fails too, in the background, see retryRelease).
+		l.lateCleanup(o.TTL, unlock, func(i int) { l.retryRelease([]int{i}, unlockCmd, until) }))
 	var fence int64
 	got := 0
 	var fails []NodeError
@@ -347,14 +349,19 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 	l.done(conns)
 	out.split = got > 0
 	if got > 0 || maybe != nil {
-		// Unlock now, whether or not ctx ended: the caller leaves no key behind.
+		// Unlock now, whether or not ctx ended: the caller leaves no key
+		// behind. A node the unlock does not reach gets it again in the
+		// background (see retryRelease).
 		uctx := context.WithoutCancel(ctx)
-		l.fanout(uctx, time.Now().Add(nt), func(i int) [][]string {
+		ures := l.fanoutOne(uctx, time.Now().Add(nt), func(i int) []string {
 			if counters[i] == 0 && (maybe == nil || !maybe[i]) {
 				return nil
 			}
-			return [][]string{unlock(i)}
+			return unlockCmd
 		}, nil)
+		if missed := unreached(ures); len(missed) > 0 {
+			l.retryRelease(missed, unlockCmd, until)
+		}
 	}
 	return nil, out, &QuorumError{Op: "acquire", Key: key, Nodes: fails, Acquired: got, Needed: l.quorum}
 }
