@@ -13,6 +13,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/redlock"
+	"github.com/distlock/distlock/testbed"
 )
 
 // nodeTimeout is the default per-node timeout at the default 30 s TTL.
@@ -60,12 +61,7 @@ func (c *cluster) testReleaseRetried(t *testing.T) {
 	l := c.locker(t, "retry", nil)
 	key := uniqueKey(t)
 	ls := mustAcquire(t, l, key, distlock.WithTTL(10*time.Second))
-	cut := c.nodes[:3]
-	targets := make([]string, len(cut))
-	for i, n := range cut {
-		targets[i] = n.Link("retry").Target()
-		n.Link("retry").SetTarget("")
-	}
+	restore := cutLinks(t, "retry", c.nodes[:3])
 	err := ls.Release(context.Background())
 	if !errors.Is(err, distlock.ErrUnavailable) {
 		t.Fatalf("Release with 3 of 5 nodes cut: %v, want ErrUnavailable", err)
@@ -74,9 +70,7 @@ func (c *cluster) testReleaseRetried(t *testing.T) {
 		t.Fatalf("after the failed Release the key is on nodes %v, want the 3 cut off", h)
 	}
 	time.Sleep(100 * time.Millisecond)
-	for i, n := range cut {
-		n.Link("retry").SetTarget(targets[i])
-	}
+	restore()
 	start := time.Now()
 	eventually(t, 3*time.Second, "the background retry deleted the key from the nodes cut off", func() bool {
 		return len(c.holders(t, key)) == 0
@@ -91,14 +85,7 @@ func (c *cluster) testReleaseRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls = mustAcquire(t, l2, uniqueKey(t), distlock.WithTTL(10*time.Second))
-	for _, n := range cut {
-		n.Link("retry").SetTarget("")
-	}
-	defer func() {
-		for i, n := range cut {
-			n.Link("retry").SetTarget(targets[i])
-		}
-	}()
+	defer cutLinks(t, "retry", c.nodes[:3])()
 	if err := ls.Release(context.Background()); !errors.Is(err, distlock.ErrUnavailable) {
 		t.Fatalf("second Release with 3 of 5 nodes cut: %v, want ErrUnavailable", err)
 	}
@@ -126,21 +113,7 @@ func (c *cluster) testReleaseRetryBounded(t *testing.T) {
 	l := c.locker(t, "bounded", nil)
 	mustRelease(t, mustAcquire(t, l, uniqueKey(t))) // connections up
 	cut := c.nodes[3:]
-	targets := make([]string, len(cut))
-	for i, n := range cut {
-		targets[i] = n.Link("bounded").Target()
-		n.Link("bounded").SetTarget("")
-	}
-	healed := false
-	heal := func() {
-		if !healed {
-			healed = true
-			for i, n := range cut {
-				n.Link("bounded").SetTarget(targets[i])
-			}
-		}
-	}
-	defer heal()
+	restore := cutLinks(t, "bounded", cut)
 	most := 0
 	for range 100 {
 		mustRelease(t, mustAcquire(t, l, uniqueKey(t))) // 3 of 5 suffice
@@ -152,7 +125,7 @@ func (c *cluster) testReleaseRetryBounded(t *testing.T) {
 	if most == 0 {
 		t.Fatal("no release retrier ran: the releases did not miss the nodes cut off")
 	}
-	heal()
+	restore()
 	eventually(t, 5*time.Second, "the retriers drained their queues and ended", func() bool { return retriers() == 0 })
 }
 
@@ -167,12 +140,7 @@ func (c *cluster) testReleaseRetryAfterExtend(t *testing.T) {
 	if err := ls.Extend(context.Background(), 10*time.Second); err != nil {
 		t.Fatalf("Extend: %v", err)
 	}
-	cut := c.nodes[:3]
-	targets := make([]string, len(cut))
-	for i, n := range cut {
-		targets[i] = n.Link("extend").Target()
-		n.Link("extend").SetTarget("")
-	}
+	restore := cutLinks(t, "extend", c.nodes[:3])
 	if err := ls.Release(context.Background()); !errors.Is(err, distlock.ErrUnavailable) {
 		t.Fatalf("Release with 3 of 5 nodes cut: %v, want ErrUnavailable", err)
 	}
@@ -180,9 +148,7 @@ func (c *cluster) testReleaseRetryAfterExtend(t *testing.T) {
 	if h := c.holders(t, key); len(h) != 3 {
 		t.Fatalf("1.5 s after the failed Release the key is on nodes %v, want the 3 cut off (extended to 10 s)", h)
 	}
-	for i, n := range cut {
-		n.Link("extend").SetTarget(targets[i])
-	}
+	restore()
 	eventually(t, 3*time.Second, "the retry deleted the extended key from the nodes cut off", func() bool {
 		return len(c.holders(t, key)) == 0
 	})
@@ -198,28 +164,44 @@ func (c *cluster) testReleaseRetryLate(t *testing.T) {
 	key := uniqueKey(t)
 	ls := mustAcquire(t, l, key, distlock.WithTTL(10*time.Second))
 	cut := c.nodes[:3]
-	targets := make([]string, len(cut))
-	for i, n := range cut {
-		targets[i] = n.Link("late").Target()
+	for _, n := range cut {
 		n.Link("late").SetLatency(300 * time.Millisecond)
 	}
 	if err := ls.Release(context.Background()); !errors.Is(err, distlock.ErrUnavailable) {
 		t.Fatalf("Release with 3 of 5 nodes late: %v, want ErrUnavailable", err)
 	}
-	for _, n := range cut {
-		n.Link("late").SetTarget("") // resets the late connections, requests still held back
-	}
+	restore := cutLinks(t, "late", cut) // resets the late connections, requests still held back
 	time.Sleep(100 * time.Millisecond)
 	if h := c.holders(t, key); len(h) != 3 {
 		t.Fatalf("after the late release was cut the key is on nodes %v, want the 3 cut off", h)
 	}
-	for i, n := range cut {
-		n.Link("late").Heal()
-		n.Link("late").SetTarget(targets[i])
-	}
+	restore()
 	eventually(t, 3*time.Second, "the retry deleted the key from the nodes whose late clean-up failed", func() bool {
 		return len(c.holders(t, key)) == 0
 	})
+}
+
+// cutLinks makes the links named link of nodes reset their connections
+// and close new ones at once. The returned func restores them (and heals
+// any latency set on them); it runs at most once, and when t ends if not
+// before.
+func cutLinks(t *testing.T, link string, nodes []*testbed.RedisNode) (restore func()) {
+	targets := make([]string, len(nodes))
+	for i, n := range nodes {
+		targets[i] = n.Link(link).Target()
+		n.Link(link).SetTarget("")
+	}
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			for i, n := range nodes {
+				n.Link(link).Heal()
+				n.Link(link).SetTarget(targets[i])
+			}
+		})
+	}
+	t.Cleanup(restore)
+	return restore
 }
 
 // retriers counts the goroutines sending a node's pending releases.
