@@ -280,14 +280,15 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 		cmds = [][]string{{"EVALSHA", acquireScript.sha, "3", k.lock, k.fence, k.queue,
 			token, ms(o.TTL), l.channel + "|" + w.id, w.score, ms(3 * max(o.TTL, l.opts.PollInterval))}}
 	}
-	unlockCmd := []string{"EVALSHA", releaseScript.sha, "2", k.lock, k.queue, token}
-	unlock := func(int) []string { return unlockCmd }
+	unlock := func(int) []string { // built only when needed: not on the usual path
+		return []string{"EVALSHA", releaseScript.sha, "2", k.lock, k.queue, token}
+	}
 	start := time.Now()
 	until := start.Add(o.TTL) // no copy of the key outlives this
 	res, conns := l.fanout(ctx, start.Add(nt), func(int) [][]string { return cmds },
 		// A node that did not answer in time: unlock behind the request
 		// (and if that fails too, in the background, see retryRelease).
-		l.lateCleanup(o.TTL, unlock, func(i int) { l.retryRelease([]int{i}, unlockCmd, until) }))
+		l.lateCleanup(o.TTL, unlock, func(i int) { l.retryRelease([]int{i}, unlock(i), until) }))
 	var fence int64
 	got := 0
 	var fails []NodeError
@@ -353,14 +354,15 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 		// behind. A node the unlock does not reach gets it again in the
 		// background (see retryRelease).
 		uctx := context.WithoutCancel(ctx)
+		cmd := unlock(0)
 		ures := l.fanoutOne(uctx, time.Now().Add(nt), func(i int) []string {
 			if counters[i] == 0 && (maybe == nil || !maybe[i]) {
 				return nil
 			}
-			return unlockCmd
+			return cmd
 		}, nil)
 		if missed := unreached(ures); len(missed) > 0 {
-			l.retryRelease(missed, unlockCmd, until)
+			l.retryRelease(missed, cmd, until)
 		}
 	}
 	return nil, out, &QuorumError{Op: "acquire", Key: key, Nodes: fails, Acquired: got, Needed: l.quorum}
