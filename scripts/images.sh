@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 recipe=$(sha256sum "$0" | cut -c1-12)
 base=distlock/servers:bookworm
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-packages=redis-server,postgresql-15,pgbouncer,etcd-server,zookeeper,procps,faketime,iproute2
+packages=redis-server,postgresql-15,pgbouncer,etcd-server,zookeeper,procps,faketime,iproute2,iptables
 
 label_of() { docker image inspect -f '{{index .Config.Labels "distlock.recipe"}}' "$1" 2>/dev/null || true; }
 up_to_date() { [ -z "${FORCE:-}" ] && [ "$(label_of "$1")" = "$recipe" ]; }
