@@ -91,11 +91,15 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 	if len(s.tmpfs) > 0 {
 		opts = append(opts, testcontainers.WithTmpfs(s.tmpfs))
 	}
+	// NET_ADMIN lets PacketLink and CutPeer drop packets with iptables in
+	// the container's network namespace. A host-config modifier replaces
+	// testcontainers' default one, which copies the request's deprecated
+	// host fields (Binds, Resources, ShmSize...): set such fields in a
+	// modifier (they chain), not in the request.
+	opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
+	}))
 	if v := dataVolumes(s.data, s.tmpfs); len(v) > 0 {
-		// A host-config modifier replaces testcontainers' default one,
-		// which copies the request's deprecated host fields (CapAdd,
-		// Binds, Resources, ShmSize...): set such fields in a modifier
-		// (they chain), not in the request.
 		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.Mounts = append(hc.Mounts, v...)
 		}))
@@ -118,6 +122,7 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 		port:        s.port,
 		beforeStart: s.beforeStart,
 		links:       make(map[string]*Proxy),
+		packetLinks: make(map[string]*PacketLink),
 		followers:   make(map[*Node]bool),
 	}
 	n.target = n

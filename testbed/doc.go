@@ -19,6 +19,13 @@
 // every client; faults on a link (Proxy.Blackhole, SetLatency, Reset) hit
 // one client's view of one node. Images says which server images run.
 //
+// A Proxy stays a live TCP peer of both sides: through a black-holed
+// Proxy, each kernel still answers the other's keepalive probes. Where a
+// server must see its client as dead, a client dials Node.PacketLink
+// instead, whose faults (Cut, DropReplies, DropRequests, Loss) drop
+// packets with iptables in the server's network namespace; Node.CutPeer
+// partitions two servers the same way.
+//
 // It is the only package of the module that depends on testcontainers-go.
 // Every container and network it creates is removed when the test that
 // created it ends, also when the test fails.

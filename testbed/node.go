@@ -43,6 +43,11 @@ type Node struct {
 	target    *Node             // whose server the links reach; n unless rerouted
 	followers map[*Node]bool    // nodes whose target is n
 	closed    bool
+
+	// Packet-level faults (see PacketLink, CutPeer), guarded by routes:
+	// they are set up again in the new network namespace of each Start.
+	packetLinks map[string]*PacketLink // by client name
+	cutPeers    []string               // peer IPs whose packets are dropped
 }
 
 // Name is the node's name within its test, e.g. "redis-0".
@@ -145,6 +150,9 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	if err := n.ctr.Start(ctx); err != nil {
 		return fmt.Errorf("testbed: start %s: %w", n.name, err)
+	}
+	if err := n.restorePacketFaults(ctx); err != nil {
+		return err
 	}
 	return n.refresh(ctx)
 }

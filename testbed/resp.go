@@ -31,12 +31,25 @@ func respDo(ctx context.Context, dial func(context.Context) (net.Conn, error), a
 		return "", err
 	}
 	defer conn.Close()
+	return newRespConn(conn).do(ctx, args...)
+}
+
+// respConn is one raw Redis connection with its reply reader.
+type respConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func newRespConn(c net.Conn) *respConn { return &respConn{conn: c, r: bufio.NewReader(c)} }
+
+// do sends one command and reads one reply, by ctx's deadline.
+func (c *respConn) do(ctx context.Context, args ...string) (string, error) {
 	deadline, _ := ctx.Deadline()
-	if err := conn.SetDeadline(deadline); err != nil {
+	if err := c.conn.SetDeadline(deadline); err != nil {
 		return "", err
 	}
-	// Close the connection when ctx ends early.
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	// Interrupt the I/O when ctx ends early.
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	var b strings.Builder
@@ -44,12 +57,15 @@ func respDo(ctx context.Context, dial func(context.Context) (net.Conn, error), a
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
-	if _, err := io.WriteString(conn, b.String()); err != nil {
+	if _, err := io.WriteString(c.conn, b.String()); err != nil {
 		return "", err
 	}
+	return c.read()
+}
 
-	r := bufio.NewReader(conn)
-	line, err := r.ReadString('\n')
+// read reads one reply, by the deadline already set.
+func (c *respConn) read() (string, error) {
+	line, err := c.r.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +84,7 @@ func respDo(ctx context.Context, dial func(context.Context) (net.Conn, error), a
 			return "", fmt.Errorf("resp: bad bulk length %q", line)
 		}
 		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
+		if _, err := io.ReadFull(c.r, buf); err != nil {
 			return "", err
 		}
 		return string(buf[:n]), nil

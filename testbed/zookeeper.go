@@ -384,13 +384,8 @@ func (n *ZooKeeperNode) setUp(up bool) bool {
 // for session expiry, does not. A restart resets the offset.
 func (n *ZooKeeperNode) ClockJump(ctx context.Context, d time.Duration) error {
 	cmd := fmt.Sprintf("echo %+.3f > %s.new && mv %s.new %s", d.Seconds(), zkFaketimeFile, zkFaketimeFile, zkFaketimeFile)
-	code, out, err := n.ctr.Exec(ctx, []string{"sh", "-c", cmd})
-	if err == nil && code != 0 {
-		b, _ := io.ReadAll(out)
-		err = fmt.Errorf("exit code %d: %s", code, b)
-	}
-	if err != nil {
-		return fmt.Errorf("testbed: clock jump on %s: %w", n.name, err)
+	if err := n.sh(ctx, cmd); err != nil {
+		return fmt.Errorf("clock jump: %w", err)
 	}
 	return nil
 }

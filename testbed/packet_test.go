@@ -1,0 +1,125 @@
+package testbed
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestPacketLink checks the packet-level faults on real Redis servers: a
+// cut link is silent (no reply, no reset) while another client's link to
+// the same server works; DropReplies lets requests take effect; Heal
+// resumes the same connection; a peer cut stops the traffic between two
+// servers; and a restarted node gets its link and fault back.
+func TestPacketLink(t *testing.T) {
+	RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rs := StartRedis(t, 2, RedisOptions{})
+	a, b := rs[0].PacketLink("a"), rs[0].PacketLink("b")
+	if a.Addr() == b.Addr() {
+		t.Fatalf("two clients share the address %s", a.Addr())
+	}
+	ca := dialPacket(t, ctx, a.Addr())
+	mustDo(t, ctx, ca, "SET", "k", "0")
+
+	if err := a.Cut(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := doConn(ctx, ca, 500*time.Millisecond, "GET", "k"); !isTimeout(err) {
+		t.Fatalf("cut link answered %q, %v; want a timeout", got, err)
+	}
+	mustDo(t, ctx, dialPacket(t, ctx, b.Addr()), "SET", "k", "b")
+
+	if err := a.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The timed-out GET's reply arrives first on the healed connection.
+	if got := mustDo(t, ctx, ca, "PING"); got != "b" {
+		t.Fatalf("healed link: first reply %q, want the late GET's \"b\"", got)
+	}
+	if got, err := ca.read(); got != "PONG" || err != nil {
+		t.Fatalf("healed link: second reply %q, %v; want PONG", got, err)
+	}
+
+	if err := a.DropReplies(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := dialPacketTimeout(ctx, a.Addr()); c != nil {
+		t.Fatal("DropReplies: a new connection completed its handshake")
+	}
+	if _, err := doConn(ctx, ca, 500*time.Millisecond, "SET", "k", "a"); !isTimeout(err) {
+		t.Fatalf("DropReplies: want a timeout, got %v", err)
+	}
+	if got, _ := rs[0].do(ctx, "GET", "k"); got != "a" {
+		t.Fatalf("DropReplies: request did not take effect: k = %q", got)
+	}
+
+	peerCheck := "timeout 2 redis-cli -h " + rs[1].IP() + " PING | grep -q PONG"
+	if err := rs[0].sh(ctx, peerCheck); err != nil {
+		t.Fatalf("peers before the cut: %v", err)
+	}
+	if err := rs[0].CutPeer(ctx, rs[1].Node); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].sh(ctx, peerCheck); err == nil {
+		t.Fatal("peer reachable after CutPeer")
+	}
+	if err := rs[0].HealPeer(ctx, rs[1].Node); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].sh(ctx, peerCheck); err != nil {
+		t.Fatalf("peers after HealPeer: %v", err)
+	}
+
+	if err := rs[0].Restart(ctx); err != nil { // a new network namespace
+		t.Fatal(err)
+	}
+	if c := dialPacketTimeout(ctx, a.Addr()); c != nil {
+		t.Fatal("DropReplies lost on restart: handshake completed")
+	}
+	if err := a.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustDo(t, ctx, dialPacket(t, ctx, a.Addr()), "PING"); got != "PONG" {
+		t.Fatalf("after restart and heal: %q", got)
+	}
+}
+
+func dialPacketTimeout(ctx context.Context, addr string) net.Conn {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+func dialPacket(t *testing.T, ctx context.Context, addr string) *respConn {
+	t.Helper()
+	c := dialPacketTimeout(ctx, addr)
+	if c == nil {
+		t.Fatalf("dial %s failed", addr)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return newRespConn(c)
+}
+
+// doConn runs one command on c, bounded by d.
+func doConn(ctx context.Context, c *respConn, d time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return c.do(ctx, args...)
+}
+
+func mustDo(t *testing.T, ctx context.Context, c *respConn, args ...string) string {
+	t.Helper()
+	got, err := doConn(ctx, c, 5*time.Second, args...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return got
+}
