@@ -59,7 +59,8 @@ type Lease interface {
 	// ValidUntil is the conservative end of exclusion: measured from
 	// before the first request of the acquisition (or the last
 	// extension), minus elapsed time and clock drift, on the monotonic
-	// clock. After it passes, another client may hold the key.
+	// clock. After it passes, another client may hold the key. Once the
+	// lease ends (Done closed), ValidUntil is no later than that moment.
 	ValidUntil() time.Time
 
 	// Extend asks the backend to keep the lease for ttl from now. It

@@ -89,6 +89,10 @@ type Lease struct {
 	// is always the one of the extension the server applied last.
 	extending chan struct{}
 
+	// releasing is set once Release has begun: a key an extension then
+	// finds gone was deleted by that Release, not lost.
+	releasing bool
+
 	releaseOnce sync.Once
 	releaseErr  error
 }
@@ -169,11 +173,16 @@ func (l *Lease) Lose(cause error) {
 
 // finishLocked ends the lease with err; it reports whether this call
 // ended it (the caller then calls ended(true) after unlocking).
+// A lease that ended claims no exclusion: its validity ends now if it had
+// not passed yet.
 func (l *Lease) finishLocked(err error) bool {
 	if l.err != nil {
 		return false
 	}
 	l.err = err
+	if now := time.Now(); l.validUntil.After(now) {
+		l.validUntil = now
+	}
 	l.expiry.Stop()
 	close(l.done)
 	return true
@@ -247,7 +256,12 @@ func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
 	vu, err := l.driver.Extend(ctx, ttl)
 	if err != nil {
 		if errors.Is(err, distlock.ErrLeaseLost) {
-			l.Lose(err)
+			l.mu.Lock()
+			releasing := l.releasing
+			l.mu.Unlock()
+			if !releasing {
+				l.Lose(err)
+			}
 			return err
 		}
 		// Outcome unknown: some servers may have applied the new TTL, which
@@ -285,6 +299,9 @@ func (l *Lease) Release(ctx context.Context) error {
 			l.stopWatch()
 			<-l.watchDone // no extension can start after this point
 		}
+		l.mu.Lock()
+		l.releasing = true
+		l.mu.Unlock()
 		err := l.driver.Release(ctx)
 		l.mu.Lock()
 		if err != nil && l.err != nil && errors.Is(err, distlock.ErrLeaseLost) {
