@@ -1,8 +1,12 @@
 package redissingle
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/distlock/distlock"
 )
 
 // Key layout. For the caller's key k, with P = Options.Prefix:
@@ -18,8 +22,12 @@ import (
 // Redis Cluster runs a script only if all its keys are in one hash slot, so
 // the queue and the counter carry a hash tag {T} chosen to land in the slot
 // of the lock. Fence state is one key per server, or at most one per hash
-// slot (16384) in Cluster, however many lock keys are used. Keys starting
-// with P + "distlock:" are reserved.
+// slot (16384) in Cluster, however many lock keys are used.
+//
+// Every internal key and channel contains "distlock:", and no lock key
+// may (checkKey): so no lock key, whatever the prefixes of the Lockers
+// sharing a server, can be another Locker's fence counter, wait queue or
+// channel.
 
 // numSlots is the number of Redis Cluster hash slots.
 const numSlots = 16384
@@ -111,4 +119,42 @@ var slotTags = sync.OnceValue(func() *[numSlots][3]byte {
 func slotTag(s int) string {
 	t := slotTags()[s]
 	return string(t[:])
+}
+
+// MaxKeyLen is the longest key, in bytes, a Locker accepts. Redis
+// itself takes keys up to 512 MB, but each lock key is stored twice
+// (the lock and its wait queue's name) and hashed on every call, and
+// keys this long are better hashed by the caller.
+const MaxKeyLen = 1024
+
+// reserved is part of the name of every key and channel a Locker uses for
+// itself.
+const reserved = "distlock:"
+
+// checkKey returns an error matching distlock.ErrInvalidArgument if key is
+// longer than MaxKeyLen or its lock key (prefix + key) contains
+// "distlock:". Empty keys are refused by distlock.CheckKey.
+func checkKey(prefix, key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: redissingle: key of %d bytes is longer than MaxKeyLen (%d bytes); use a shorter key, or a hash of it",
+			distlock.ErrInvalidArgument, len(key), MaxKeyLen)
+	}
+	if strings.Contains(key, reserved) {
+		return fmt.Errorf("%w: redissingle: key %s contains %q, reserved for the Lockers' own keys; use another key",
+			distlock.ErrInvalidArgument, quoteShort(key), reserved)
+	}
+	if strings.Contains(prefix+key, reserved) {
+		return fmt.Errorf("%w: redissingle: prefix %q + key %s contains %q, reserved for the Lockers' own keys; use another key",
+			distlock.ErrInvalidArgument, prefix, quoteShort(key), reserved)
+	}
+	return nil
+}
+
+// quoteShort quotes s for an error message, cut after 32 bytes.
+func quoteShort(s string) string {
+	const limit = 32
+	if len(s) <= limit {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:limit]) + fmt.Sprintf("... (%d bytes)", len(s))
 }

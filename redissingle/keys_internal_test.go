@@ -1,9 +1,13 @@
 package redissingle
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock"
 )
 
 func TestSlot(t *testing.T) {
@@ -62,6 +66,30 @@ func TestPollWait(t *testing.T) {
 	for pttl, want := range map[int64]int64{-2: 0, 0: 0, -1: limit, 100: 101e6, 1e7: limit} {
 		if got := pollWait(pttl, limit); int64(got) != want {
 			t.Errorf("pollWait(%d) = %v, want %v", pttl, got, want)
+		}
+	}
+}
+
+func TestCheckKey(t *testing.T) {
+	for _, c := range []struct {
+		prefix, key string
+		ok          bool
+	}{
+		{"", "a", true},
+		{"app:", "distlock", true},
+		{"", "distlock:fence", false},
+		{"dist", "lock:fence", false}, // the lock key is "distlock:fence"
+		{"app:", "x:distlock:", false},
+		{"", strings.Repeat("\xff", MaxKeyLen), true},
+		{"", strings.Repeat("\xff", MaxKeyLen+1), false},
+		{"", strings.Repeat("\xff", 200) + "distlock:", false},
+	} {
+		err := checkKey(c.prefix, c.key)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, distlock.ErrInvalidArgument)) {
+			t.Errorf("checkKey(%q, %.40q): %v, want ok %v", c.prefix, c.key, err, c.ok)
+		}
+		if err != nil && (len(err.Error()) > 300 || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("checkKey(%q, %.40q): error is not one short line: %q", c.prefix, c.key, err)
 		}
 	}
 }

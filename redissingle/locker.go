@@ -168,8 +168,17 @@ func (l *Locker) enter() bool {
 	return true
 }
 
+// resolve checks key (distlock.CheckKey, checkKey) and resolves opts over
+// the Locker's defaults.
 func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
-	return l.opts.Lock.ResolveFor(key, opts...)
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err != nil {
+		return distlock.Options{}, err
+	}
+	if err := checkKey(l.opts.Prefix, key); err != nil {
+		return distlock.Options{}, err
+	}
+	return o, nil
 }
 
 // TryAcquire implements distlock.Locker: one attempt, one round trip
@@ -179,6 +188,7 @@ func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, 
 // TryAcquire can take the key ahead of them. If the reply is lost, the
 // error matches distlock.ErrUnavailable and a background clean-up releases
 // the key in case the attempt took it.
+// Keys are checked as Acquire says.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.resolve(key, opts)
 	if err != nil {
@@ -204,6 +214,12 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // server unreachable. When ctx ends, the error matches
 // distlock.ErrNotAcquired and ctx.Err(), and a background clean-up leaves
 // the queue (and passes the key on if it was handed over meanwhile).
+//
+// A key is any non-empty byte string of at most MaxKeyLen bytes whose lock
+// key (Options.Prefix + key) does not contain "distlock:", the part of
+// every name the Lockers use for themselves (fence counters, wait queues,
+// channels); other keys are refused, by TryAcquire too, with an error
+// matching distlock.ErrInvalidArgument.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.resolve(key, opts)
 	if err != nil {

@@ -163,6 +163,8 @@ func TestLocker(t *testing.T) {
 		c := newClient(t, s.node.Addr())
 		for _, o := range []*redissingle.Options{
 			{Prefix: "app{x}:"},
+			{Prefix: "distlock:"},
+			{Prefix: "app:distlock:x:"},
 			{WaitReplicas: -1},
 			{PollInterval: -time.Second},
 			{Lock: distlock.Options{TTL: -time.Second}},

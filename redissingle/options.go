@@ -34,7 +34,8 @@ type Options struct {
 	// Prefix is prepended to every key the Locker touches. Default "": the
 	// lock of key k is the Redis key k itself, as with a plain SET NX PX;
 	// the Locker's own keys live under Prefix + "distlock:". It may not
-	// contain "{" or "}" (the Locker places its own Cluster hash tags).
+	// contain "{" or "}" (the Locker places its own Cluster hash tags),
+	// nor "distlock:" (see Locker.Acquire).
 	Prefix string
 
 	// WaitReplicas, if > 0, makes every acquisition wait (Redis WAIT) until
@@ -80,6 +81,8 @@ func (o *Options) resolve() (Options, error) {
 	switch {
 	case strings.ContainsAny(r.Prefix, "{}"):
 		return Options{}, fmt.Errorf("%w: redissingle: prefix %q may not contain { or }", distlock.ErrInvalidArgument, r.Prefix)
+	case strings.Contains(r.Prefix, reserved):
+		return Options{}, fmt.Errorf("%w: redissingle: prefix %q may not contain %q (reserved for the Lockers' own keys)", distlock.ErrInvalidArgument, r.Prefix, reserved)
 	case r.WaitReplicas < 0:
 		return Options{}, fmt.Errorf("%w: redissingle: wait replicas must be >= 0, got %d", distlock.ErrInvalidArgument, r.WaitReplicas)
 	case r.WaitTimeout < time.Millisecond:

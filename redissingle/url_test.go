@@ -27,6 +27,7 @@ func TestOpenRejects(t *testing.T) {
 		"redis://127.0.0.1:1/0?ttl=soon",            // ours, malformed
 		"redis://127.0.0.1:1/0?ttl=-1s",             // ours, out of range
 		"redis://127.0.0.1:1/0?prefix={x}",          // ours, invalid
+		"redis://127.0.0.1:1/0?prefix=distlock:",    // ours, reserved
 		"redis://127.0.0.1:1/0?dial_timeout=banana", // go-redis's, malformed
 		"redis://127.0.0.1:1/0?wait_replicas=x",
 		"redis://127.0.0.1:1/x", // not a database number
