@@ -28,9 +28,9 @@ type acquisition struct {
 // token, then WAIT if Options.WaitReplicas is set. If ctx ends first, the
 // request goes on and is cleaned up when it returns.
 func (l *Locker) take(ctx context.Context, k keySet, s *redis.Script, token, entry string, ttl time.Duration) (acquisition, error) {
-	keys, args := []string{k.lock, k.fence}, []any{token, ms(ttl)}
+	keys, args := k.all(), []any{token, ms(ttl)}
 	if entry != "" {
-		keys, args = k.all(), append(args, entry, l.qttl)
+		args = append(args, entry, l.qttl)
 	}
 	run := func(ctx context.Context, c scripter) (acquisition, error) {
 		r, err := s.Run(ctx, c, keys, args...).Int64()

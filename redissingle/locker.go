@@ -182,10 +182,11 @@ func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, 
 }
 
 // TryAcquire implements distlock.Locker: one attempt, one round trip
-// (SET NX PX and the fence, in one script). It does not look at the wait
-// queue: in the moment between a holder's expiry (not a release, which
+// (SET NX PX and the fence, in one script). It does not wait behind the
+// wait queue: in the moment between a holder's expiry (not a release, which
 // hands the key over directly) and the first queued waiter noticing it, a
-// TryAcquire can take the key ahead of them. If the reply is lost, the
+// TryAcquire can take the key ahead of them; its release then hands the
+// key to the first waiter, as any release does. If the reply is lost, the
 // error matches distlock.ErrUnavailable and a background clean-up releases
 // the key in case the attempt took it.
 // Keys are checked as Acquire says.

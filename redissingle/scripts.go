@@ -11,8 +11,10 @@ import (
 // wait queue, KEYS[3] the fence counter.
 //
 // The lock's value is the holder's token. A waiter that queues appends ":"
-// to it, so that a release without waiters stays a plain compare-and-delete
-// (no queue lookup); a lock handed to a waiter is "token:fence", so that the
+// to it, and a holder that takes the key while a queue exists writes
+// "token:", so that a release without waiters stays a plain
+// compare-and-delete (no queue lookup) and every release with waiters hands
+// the key on; a lock handed to a waiter is "token:fence", so that the
 // waiter can recover its fence by polling if the notification was lost. A
 // value is ours if it is the token or starts with token + ":".
 //
@@ -149,14 +151,16 @@ end
 return 0
 `)
 
-// tryScript is TryAcquire's attempt: SET NX PX and a fence. KEYS: the
-// lock, the fence counter. ARGV: token, ttl ms. It returns the fence, or -1
-// if the lock is held. It does not look at the queue: a TryAcquire can take
-// a key whose holder expired before a queued waiter polls for it (see
-// Guarantees).
+// tryScript is TryAcquire's attempt: SET NX PX and a fence. KEYS as the
+// other scripts; ARGV: token, ttl ms. It returns the fence, or -1 if the
+// lock is held. It does not wait behind the queue: a TryAcquire can take a
+// key whose holder expired before a queued waiter polls for it (see
+// Guarantees). But if a queue exists it marks the value "token:", as a
+// waiter that queues does, so that its release hands the key on.
 var tryScript = redis.NewScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end
-return -1
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('APPEND', KEYS[1], ':') end
+return redis.call('INCR', KEYS[3])
 `)
 
 // scriptSet is the scripts of one deployment kind.

@@ -144,6 +144,62 @@ func TestWait(t *testing.T) {
 		}
 	})
 
+	t.Run("TryAcquiredKeyHandedOnToQueue", func(t *testing.T) {
+		t.Parallel()
+		// Push alone can wake the waiter within the test: its poll interval
+		// is a minute, and the holder it queued behind had the default TTL.
+		a, c := s.locker(t, "a", nil), s.locker(t, "c", nil)
+		w := s.locker(t, "w", &redissingle.Options{PollInterval: time.Minute})
+		key := uniqueKey(t)
+		held := mustAcquire(t, a, key)
+		got := make(chan distlock.Lease, 1)
+		go func() {
+			ls, err := w.Acquire(ctx, key, slowRetry)
+			if err != nil {
+				t.Errorf("Acquire: %v", err)
+			}
+			got <- ls
+		}()
+		eventually(t, 5*time.Second, "waiter never queued", func() bool {
+			return len(s.keysMatching(t, "distlock:*:q:"+key)) == 1
+		})
+		// The holder shortens its TTL and expires without a release: the
+		// queue stays, the waiter sleeps on, and a TryAcquire takes the key.
+		if err := held.Extend(ctx, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Second, "holder never expired", func() bool { return s.admin().Exists(ctx, key).Val() == 0 })
+		between, err := c.TryAcquire(ctx, key)
+		if err != nil {
+			t.Fatalf("TryAcquire of the expired key: %v", err)
+		}
+		start := time.Now()
+		mustRelease(t, between)
+		value := s.admin().Get(ctx, key).Val() // the release's hand-off: "token:fence"
+		var ls distlock.Lease
+		select {
+		case ls = <-got:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("waiter not woken %v after the release of a TryAcquired key; a queue was waiting", time.Since(start))
+		}
+		if ls == nil {
+			return
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("hand-off took %v", d)
+		}
+		if ls.Fence() <= between.Fence() {
+			t.Fatalf("fence %d after %d", ls.Fence(), between.Fence())
+		}
+		if want := fmt.Sprint(ls.Token(), ":", ls.Fence()); value != want {
+			t.Fatalf("value after the release %q, want %q: the release did not hand the key over", value, want)
+		}
+		mustRelease(t, ls)
+		if left := s.leftovers(t, key); len(left) > 0 {
+			t.Fatalf("keys left: %v", left)
+		}
+	})
+
 	t.Run("DeadWaiterSkipped", func(t *testing.T) {
 		t.Parallel()
 		a, b := s.locker(t, "a", nil), s.locker(t, "b", nil)
