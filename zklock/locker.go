@@ -3,6 +3,11 @@
 // session-aware leases that report their loss, and fences that are
 // ZooKeeper transaction ids.
 //
+// Keys: any non-empty byte string of at most MaxKeyLen bytes; each byte
+// outside a safe ASCII set is percent-encoded, so every key is one path
+// component of its own. A longer key is refused with
+// distlock.ErrInvalidArgument before any request.
+//
 // Recipe: a lock is the parent node Prefix/escape(key) (a container node,
 // which the server deletes once its last child is gone, so parents do not
 // accumulate); each holder or waiter owns one protected ephemeral
@@ -244,6 +249,9 @@ func (l *Locker) begin(key string, opts []distlock.Option) (*session, distlock.O
 	if err != nil {
 		return nil, o, err
 	}
+	if err := checkKey(key); err != nil {
+		return nil, o, err
+	}
 	s, err := l.session(o.TTL)
 	return s, o, err
 }
@@ -251,7 +259,9 @@ func (l *Locker) begin(key string, opts []distlock.Option) (*session, distlock.O
 // TryAcquire implements distlock.Locker: create the node, list the queue,
 // and delete the node again unless it is first (three requests when held
 // by someone else, two and a read of the own node when free). It waits for
-// a session at most Options.ConnectTimeout when ctx has no deadline.
+// a session at most Options.ConnectTimeout when ctx has no deadline. An
+// empty key or one longer than MaxKeyLen returns an error matching
+// distlock.ErrInvalidArgument.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	s, o, err := l.begin(key, opts)
 	if err != nil {
@@ -276,7 +286,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // node is queued (no session, connection lost) are retried after a random
 // delay in [RetryMin, RetryMax] once a session is up; a *SessionError (the
 // session ended while queued) and ErrClosed are returned at once. When ctx
-// ends, the error matches distlock.ErrNotAcquired and ctx.Err().
+// ends, the error matches distlock.ErrNotAcquired and ctx.Err(). An empty
+// key or one longer than MaxKeyLen returns an error matching
+// distlock.ErrInvalidArgument.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	s, o, err := l.begin(key, opts)
 	if err != nil {

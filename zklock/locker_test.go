@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func TestLocker(t *testing.T) {
 		{"GuardedMulti", testMulti},
 		{"Close", testClose},
 		{"InvalidArguments", testInvalid},
+		{"HostileKeys", testHostileKeys},
 		{"OpenByURL", testURL},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, e) })
@@ -395,7 +397,7 @@ func testInvalid(t *testing.T, e *ensemble) {
 	wantErr(t, err, distlock.ErrInvalidArgument)
 	_, err = a.Acquire(ctx, "k", distlock.WithRetryDelay(time.Second, time.Millisecond))
 	wantErr(t, err, distlock.ErrInvalidArgument)
-	for _, o := range []zklock.Options{{Prefix: "relative"}, {Prefix: "/a/"}, {Prefix: "/a/../b"}, {SafeFraction: 1}, {SessionTimeout: -1}} {
+	for _, o := range []zklock.Options{{Prefix: "relative"}, {Prefix: "/a/"}, {Prefix: "/a/../b"}, {Prefix: "/" + strings.Repeat("p", zklock.MaxPrefixLen)}, {SafeFraction: 1}, {SessionTimeout: -1}} {
 		if _, err := zklock.New([]string{"h:2181"}, &o); !errors.Is(err, distlock.ErrInvalidArgument) {
 			t.Errorf("%+v: %v", o, err)
 		}

@@ -43,7 +43,8 @@ type Options struct {
 	Lock distlock.Options
 
 	// Prefix is the ZooKeeper path under which lock nodes live (see the
-	// package documentation). Default DefaultPrefix ("/distlock").
+	// package documentation): absolute, at most MaxPrefixLen bytes.
+	// Default DefaultPrefix ("/distlock").
 	Prefix string
 
 	// SessionTimeout, if set, is the timeout of the one session that

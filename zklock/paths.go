@@ -28,6 +28,18 @@ const (
 	guidLen         = 32 // hex characters
 )
 
+// Length limits. ZooKeeper refuses a request larger than its jute.maxbuffer
+// (1 MiB by default) by closing the connection, which suspends every lease
+// of the session; escaped (at most three bytes a byte) and under the
+// prefix, a key within these limits keeps each request far below that.
+const (
+	// MaxKeyLen is the longest key, in bytes, a Locker accepts; a longer
+	// one is refused with distlock.ErrInvalidArgument before any request.
+	MaxKeyLen = 4096
+	// MaxPrefixLen is the longest Options.Prefix, in bytes.
+	MaxPrefixLen = 1024
+)
+
 // DefaultPrefix is the parent path of every lock unless Options.Prefix
 // says otherwise.
 const DefaultPrefix = "/distlock"
@@ -54,11 +66,24 @@ func escape(key string) string {
 	return s
 }
 
-// checkPrefix validates a prefix: absolute, no trailing slash, no empty,
-// "." or ".." components. "" means DefaultPrefix.
+// checkKey refuses a key longer than MaxKeyLen. Every other key is valid:
+// escape makes it one path component.
+func checkKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: zklock: key of %d bytes; keys are at most %d bytes (MaxKeyLen)", distlock.ErrInvalidArgument, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// checkPrefix validates a prefix: absolute, at most MaxPrefixLen bytes, no
+// trailing slash, no empty, "." or ".." components. "" means
+// DefaultPrefix.
 func checkPrefix(p string) (string, error) {
 	if p == "" {
 		return DefaultPrefix, nil
+	}
+	if len(p) > MaxPrefixLen {
+		return "", fmt.Errorf("%w: zklock: prefix of %d bytes; a prefix is at most %d bytes (MaxPrefixLen)", distlock.ErrInvalidArgument, len(p), MaxPrefixLen)
 	}
 	if !strings.HasPrefix(p, "/") || p == "/" || strings.HasSuffix(p, "/") || path.Clean(p) != p ||
 		strings.ContainsAny(p, "\x00") {
