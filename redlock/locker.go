@@ -1,67 +1,3 @@
-// Package redlock is the Redlock backend: one lock is the same key on N
-// independent Redis masters, held when a majority (N/2+1) took it within
-// its validity, as in the Redlock algorithm of the Redis documentation.
-//
-// Every operation is multiplexed: the Locker writes its request to every
-// node, then reads every reply, each bounded by the per-node timeout
-// (Options.NodeTimeout), over its own small RESP client and per-node
-// connection pools, so that an acquisition costs about one round trip to
-// the slowest live node, and a dead or frozen node at most the timeout.
-//
-// Acquire: one random token per acquisition; start is taken before the
-// first request; a script on each node does SET key token NX PX ttl and, if
-// it took the key, INCRs the node's fence counter. The acquisition holds if
-// a majority took the key and the validity ttl - elapsed - drift (drift =
-// ttl x DriftFactor + DriftFixed) is still positive; the lease's ValidUntil
-// is start + ttl - drift. Otherwise every node that may hold the key (all
-// that took it, timed out or failed; not those held by someone else) is
-// unlocked, and a blocking Acquire tries again. A node that did not
-// answer within the node timeout is unlocked whatever the outcome: the
-// unlock is pipelined behind the unanswered request on the same
-// connection, so a SET that arrives late can never outlive the attempt
-// there. The price: a lease granted while some nodes were slow rests on
-// the nodes that answered in time (at least a majority), so while it is
-// held, fewer further failures are tolerated for its Extend and Release
-// than Guarantees.ToleratedFailures says for acquisitions. Release is a
-// compare-and-delete on all nodes (a node that answers too late is read
-// in the background, its connection kept, so its delete still lands; a
-// node the release does not reach is sent it again in the background, see
-// Release); Extend a compare-and-PEXPIRE on all
-// nodes, which never re-creates a key, confirmed by a majority within the
-// remaining validity.
-//
-// Fencing: the lease's fence is the largest counter value among the nodes
-// that granted it; it is written back (counter = max(counter, fence)) to
-// the granting nodes whose counter was lower, pipelined before Acquire
-// returns, and again by Extend and Release. Any two majorities share a
-// node, so the next holder's fence is higher, as long as no node of the
-// majority loses its counter (a restart without persistence) and the
-// write-back reaches it before the lease's TTL ends.
-//
-// Waiting: a blocked Acquire queues on each node (a sorted set scored by
-// its arrival time, so all nodes agree on the order); a release pops the
-// first waiter whose Locker is subscribed and PUBLISHes its ID on that
-// Locker's channel (one pub/sub connection per node and Locker). Only that
-// waiter wakes: once a majority of nodes told it, or 2 ms after the first
-// did. Expired holders and lost messages are caught by
-// a timer: the holder's remaining TTL, at most Options.PollInterval, or
-// the random retry delay while pub/sub is down on a majority or after a
-// split vote (no herd, and contenders desynchronise).
-//
-// Crash recovery: a node that restarts empty can let a second client lock
-// the key while the first still holds it (and lose its fence counter). The
-// Redlock spec's two remedies are the operator's: run every node with
-// appendonly yes and appendfsync always, or keep a crashed node down for
-// at least the largest TTL in use before it rejoins. Guarantees reports
-// SurvivesRestart false either way, since the Locker cannot check it.
-//
-// N may be any number >= 1. An even N tolerates no more failures than N-1
-// (N=4 tolerates 1, like N=3) at a higher cost; prefer odd N.
-//
-// URL: redlock://[user:password@]host1:port,host2:port,...[/db][?params].
-// Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
-// node_timeout, drift_factor, drift_fixed, dial_timeout, prefix and
-// poll_interval (see Options). Unknown parameters are rejected.
 package redlock
 
 import (
@@ -225,7 +161,8 @@ func ms(d time.Duration) string {
 }
 
 // TryAcquire implements distlock.Locker: one multiplexed round trip to
-// every node. On failure the error is a *QuorumError naming each node's
+// every node, and a second to the granting nodes whose fence counter is
+// below the lease's fence (see raiseFence). On failure the error is a *QuorumError naming each node's
 // answer: it matches distlock.ErrNotAcquired for contention and
 // distlock.ErrUnavailable for outages (see QuorumError). If another call
 // of this Locker holds or is acquiring key, it fails at once, without I/O,
@@ -330,24 +267,31 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 			out.pttl = p
 		}
 	}
-	if got >= l.quorum {
-		wb := l.writeBack(counters, conns, k, fence, start.Add(nt))
-		l.done(conns)
-		ls, err := lease.Grant(ctx, lease.Config{
-			Key: key, Token: token, Fence: uint64(fence), Start: start,
-			ValidUntil: validity.Until(start, o.TTL, l.opts.drift(o.TTL)),
-			Options:    o,
-			Driver:     newDriver(l, k, key, token, fence, wb, o.TTL),
-			OnEnd:      func() { l.freeSlot(key) },
-			Group:      &l.watchdogs,
-			Drift:      l.opts.drift,
-		})
-		if err != nil {
-			return nil, out, err
-		}
-		return ls, out, nil
-	}
 	l.done(conns)
+	if got >= l.quorum {
+		if testHookBeforeWriteBack != nil {
+			testHookBeforeWriteBack()
+		}
+		held, wbFails, below := l.raiseFence(ctx, k, counters, fence, nt)
+		if held >= l.quorum {
+			ls, err := lease.Grant(ctx, lease.Config{
+				Key: key, Token: token, Fence: uint64(fence), Start: start,
+				ValidUntil: validity.Until(start, o.TTL, l.opts.drift(o.TTL)),
+				Options:    o,
+				Driver:     newDriver(l, k, key, token, fence, below, o.TTL),
+				OnEnd:      func() { l.freeSlot(key) },
+				Group:      &l.watchdogs,
+				Drift:      l.opts.drift,
+			})
+			if err != nil {
+				return nil, out, err
+			}
+			return ls, out, nil
+		}
+		// The fence is not on a majority: handing it out could let a
+		// later holder get a lower one. Give the key up.
+		fails, got = append(fails, wbFails...), held
+	}
 	out.split = got > 0
 	if got > 0 || maybe != nil {
 		// Unlock now, whether or not ctx ended: the caller leaves no key
@@ -368,35 +312,6 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 	return nil, out, &QuorumError{Op: "acquire", Key: key, Nodes: fails, Acquired: got, Needed: l.quorum}
 }
 
-// writeBack pipelines counter = max(counter, fence) to the granting nodes
-// whose counter is below fence, without waiting for the replies (the next
-// request on each connection discards them). It reports whether any
-// granting node's counter was below fence: if none was, every granting
-// node already has the fence, and Extend and Release need not repeat it.
-func (l *Locker) writeBack(counters []int64, conns []*conn, k keys, fence int64, deadline time.Time) bool {
-	f := ""
-	need := false
-	for i, c := range conns {
-		if v := counters[i]; v <= 0 || v >= fence {
-			continue
-		}
-		need = true
-		if c == nil {
-			continue
-		}
-		if f == "" {
-			f = strconv.FormatInt(fence, 10)
-		}
-		c.write("EVALSHA", fenceScript.sha, "2", k.lock, k.fence, f)
-		c.pending++
-		if err := c.nc.SetWriteDeadline(deadline); err != nil || c.bw.Flush() != nil {
-			l.nodes[i].discard(c)
-			conns[i] = nil
-		}
-	}
-	return need
-}
-
 // driver is the lease.Driver of one held key.
 type driver struct {
 	l     *Locker
@@ -404,10 +319,10 @@ type driver struct {
 	key   string
 	token string
 	fence int64
-	// wb: some granting node's counter was below fence at acquisition, so
-	// Extend and Release repeat the write-back (else Extend passes 0 and
-	// Release runs the script without the counter: every granting node
-	// already had it, and a counter never decreases).
+	// wb: some granting node's counter was below fence at acquisition,
+	// so Extend and Release repeat the write-back (else Extend passes 0
+	// and Release runs the script without the counter: every granting
+	// node already had it, and a counter never decreases).
 	wb  bool
 	ttl time.Duration // the acquisition's, for the node timeout of Release
 	// longest is the longest TTL set on the key so far (by the
@@ -431,15 +346,6 @@ func (d *driver) lengthen(ttl time.Duration) {
 			return
 		}
 	}
-}
-
-// fenceArg is the fence Extend and Release write back: "0" (none) unless
-// the acquisition had to write it back.
-func (d *driver) fenceArg() string {
-	if !d.wb {
-		return "0"
-	}
-	return strconv.FormatInt(d.fence, 10)
 }
 
 // Extend implements lease.Driver: compare-and-PEXPIRE on every node,

@@ -31,6 +31,7 @@ func TestRedlock(t *testing.T) {
 		t.Run("LocalTurns", c.testLocalTurns)
 	})
 	t.Run("Faults", func(t *testing.T) {
+		t.Run("FencePausedBeforeWriteBack", c.testFencePausedBeforeWriteBack)
 		t.Run("ReleaseRetried", c.testReleaseRetried)
 		t.Run("ReleaseRetryBounded", c.testReleaseRetryBounded)
 		t.Run("ReleaseRetryAfterExtend", c.testReleaseRetryAfterExtend)

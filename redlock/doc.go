@@ -1,0 +1,68 @@
+// Package redlock is the Redlock backend: one lock is the same key on N
+// independent Redis masters, held when a majority (N/2+1) took it within
+// its validity, as in the Redlock algorithm of the Redis documentation.
+//
+// Every operation is multiplexed: the Locker writes its request to every
+// node, then reads every reply, each bounded by the per-node timeout
+// (Options.NodeTimeout), over its own small RESP client and per-node
+// connection pools, so that an acquisition costs about one round trip to
+// the slowest live node, and a dead or frozen node at most the timeout.
+//
+// Acquire: one random token per acquisition; start is taken before the
+// first request; a script on each node does SET key token NX PX ttl and, if
+// it took the key, INCRs the node's fence counter. The acquisition holds if
+// a majority took the key and the validity ttl - elapsed - drift (drift =
+// ttl x DriftFactor + DriftFixed) is still positive; the lease's ValidUntil
+// is start + ttl - drift. Otherwise every node that may hold the key (all
+// that took it, timed out or failed; not those held by someone else) is
+// unlocked, and a blocking Acquire tries again. A node that did not
+// answer within the node timeout is unlocked whatever the outcome: the
+// unlock is pipelined behind the unanswered request on the same
+// connection, so a SET that arrives late can never outlive the attempt
+// there. The price: a lease granted while some nodes were slow rests on
+// the nodes that answered in time (at least a majority), so while it is
+// held, fewer further failures are tolerated for its Extend and Release
+// than Guarantees.ToleratedFailures says for acquisitions. Release is a
+// compare-and-delete on all nodes (a node that answers too late is read
+// in the background, its connection kept, so its delete still lands; a
+// node the release does not reach is sent it again in the background, see
+// Release); Extend a compare-and-PEXPIRE on all
+// nodes, which never re-creates a key, confirmed by a majority within the
+// remaining validity.
+//
+// Fencing: the lease's fence is the largest counter value among the nodes
+// that granted it. If some granting node's counter is lower, it is raised
+// (counter = max(counter, fence)) in a second round trip, with a node
+// timeout of its own, and Acquire hands the lease out only once a
+// majority of nodes are known to have a counter at or above the fence;
+// otherwise the attempt fails (ErrUnavailable) and unlocks what it took.
+// Extend and Release raise any granting node left below. Any two
+// majorities share a node, so the next holder's fence is higher, even if
+// this holder pauses or crashes right after Acquire returns, as long as no
+// node of the majority loses its counter (see Crash recovery).
+//
+// Waiting: a blocked Acquire queues on each node (a sorted set scored by
+// its arrival time, so all nodes agree on the order); a release pops the
+// first waiter whose Locker is subscribed and PUBLISHes its ID on that
+// Locker's channel (one pub/sub connection per node and Locker). Only that
+// waiter wakes: once a majority of nodes told it, or 2 ms after the first
+// did. Expired holders and lost messages are caught by
+// a timer: the holder's remaining TTL, at most Options.PollInterval, or
+// the random retry delay while pub/sub is down on a majority or after a
+// split vote (no herd, and contenders desynchronise).
+//
+// Crash recovery: a node that restarts empty can let a second client lock
+// the key while the first still holds it (and lose its fence counter). The
+// Redlock spec's two remedies are the operator's: run every node with
+// appendonly yes and appendfsync always, or keep a crashed node down for
+// at least the largest TTL in use before it rejoins. Guarantees reports
+// SurvivesRestart false either way, since the Locker cannot check it.
+//
+// N may be any number >= 1. An even N tolerates no more failures than N-1
+// (N=4 tolerates 1, like N=3) at a higher cost; prefer odd N.
+//
+// URL: redlock://[user:password@]host1:port,host2:port,...[/db][?params].
+// Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
+// node_timeout, drift_factor, drift_fixed, dial_timeout, prefix and
+// poll_interval (see Options). Unknown parameters are rejected.
+package redlock
