@@ -56,6 +56,28 @@ func (e *SessionError) Unwrap() []error {
 	return []error{distlock.ErrUnavailable, e.Cause}
 }
 
+// ctxErr is the error of a context that ended: ctx.Err(), joined with
+// context.Cause(ctx) when the context was given a cause of its own
+// (context.WithCancelCause, WithTimeoutCause), so that it matches both.
+func ctxErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return errors.Join(err, cause)
+}
+
+// notAcquired is the error of an acquisition whose context ended: err if
+// it already matches distlock.ErrNotAcquired and ctx.Err(), else err
+// joined with both and the context's cause; last, the error of an earlier
+// attempt, is kept.
+func notAcquired(ctx context.Context, err, last error) error {
+	if err != nil && errors.Is(err, distlock.ErrNotAcquired) && errors.Is(err, ctx.Err()) {
+		return errors.Join(err, last)
+	}
+	return errors.Join(distlock.ErrNotAcquired, ctxErr(ctx), err, last)
+}
+
 // errAmbiguous marks a failed create after which the node may exist (the
 // request may have reached the server): the caller searches for its GUID.
 var errAmbiguous = errors.New("outcome unknown")

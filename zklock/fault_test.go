@@ -40,6 +40,10 @@ func TestUnreachable(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Acquire with a 1s deadline took %v", d)
 	}
+	cctx, cancel = context.WithTimeoutCause(ctx, time.Second, errGaveUp)
+	defer cancel()
+	_, err = l.Acquire(cctx, "k")
+	wantErr(t, err, distlock.ErrNotAcquired, context.DeadlineExceeded, errGaveUp)
 }
 
 // TestFaults runs the fault tests on one 3-server ensemble; each leaves

@@ -10,7 +10,7 @@ import (
 )
 
 // call runs one go-zookeeper request f, which has no context, and returns
-// its result, or ctx's error as soon as ctx ends. When ctx can end, f runs
+// its result, or ctx's error (ctxErr) as soon as ctx ends. When ctx can end, f runs
 // on its own goroutine (owned by l, joined by Close); if the caller leaves
 // first, abandoned (if not nil) gets f's result when f returns, to clean
 // up after a request that may have taken effect. A request returns at the
@@ -48,7 +48,7 @@ func call[T any](l *Locker, ctx context.Context, f func() (T, error), abandoned 
 	case <-ctx.Done():
 		if state.CompareAndSwap(running, left) {
 			var zero T
-			return zero, context.Cause(ctx)
+			return zero, ctxErr(ctx)
 		}
 		r := <-ch
 		return r.v, r.err

@@ -259,8 +259,9 @@ func (l *Locker) begin(key string, opts []distlock.Option) (*session, distlock.O
 // TryAcquire implements distlock.Locker: create the node, list the queue,
 // and delete the node again unless it is first (three requests when held
 // by someone else, two and a read of the own node when free). It waits for
-// a session at most Options.ConnectTimeout when ctx has no deadline. An
-// empty key or one longer than MaxKeyLen returns an error matching
+// a session at most Options.ConnectTimeout when ctx has no deadline. When
+// ctx ends first, the error matches distlock.ErrNotAcquired, ctx.Err() and
+// context.Cause(ctx). An empty key or one longer than MaxKeyLen returns an error matching
 // distlock.ErrInvalidArgument.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	s, o, err := l.begin(key, opts)
@@ -271,12 +272,12 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 		return nil, distlock.ErrClosed
 	}
 	defer l.wg.Done()
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	if ctx.Err() != nil {
+		return nil, notAcquired(ctx, nil, nil)
 	}
 	ls, err := l.acquireOnce(ctx, s, key, o, false)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, distlock.ErrNotAcquired) {
-		err = errors.Join(distlock.ErrNotAcquired, ctx.Err(), err)
+	if err != nil && ctx.Err() != nil {
+		err = notAcquired(ctx, err, nil)
 	}
 	return ls, err
 }
@@ -286,7 +287,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // node is queued (no session, connection lost) are retried after a random
 // delay in [RetryMin, RetryMax] once a session is up; a *SessionError (the
 // session ended while queued) and ErrClosed are returned at once. When ctx
-// ends, the error matches distlock.ErrNotAcquired and ctx.Err(). An empty
+// ends, the error matches distlock.ErrNotAcquired, ctx.Err() and, for a
+// context given a cause (context.WithCancelCause, WithTimeoutCause),
+// context.Cause(ctx), and keeps the last backend error. An empty
 // key or one longer than MaxKeyLen returns an error matching
 // distlock.ErrInvalidArgument.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
@@ -300,8 +303,8 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	defer l.wg.Done()
 	var last error
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, err, last)
+		if ctx.Err() != nil {
+			return nil, notAcquired(ctx, nil, last)
 		}
 		ls, err := l.acquireOnce(ctx, s, key, o, true)
 		var se *SessionError
@@ -309,16 +312,13 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 		case err == nil:
 			return ls, nil
 		case ctx.Err() != nil:
-			if errors.Is(err, distlock.ErrNotAcquired) {
-				return nil, errors.Join(err, last)
-			}
-			return nil, errors.Join(distlock.ErrNotAcquired, ctx.Err(), err)
+			return nil, notAcquired(ctx, err, last)
 		case errors.As(err, &se), !errors.Is(err, distlock.ErrUnavailable):
 			return nil, err
 		}
 		last = err
-		if err := retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), l.closing); err != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, err, last)
+		if retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), l.closing) != nil {
+			return nil, notAcquired(ctx, nil, last)
 		}
 	}
 }

@@ -38,6 +38,7 @@ func TestLocker(t *testing.T) {
 		{"Close", testClose},
 		{"InvalidArguments", testInvalid},
 		{"HostileKeys", testHostileKeys},
+		{"CauseContexts", testCauseContexts},
 		{"OpenByURL", testURL},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, e) })

@@ -68,7 +68,7 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 			if err := l.makeParents(ctx, s, parent); err != nil {
 				return "", err
 			}
-		case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			// Abandoned in flight. The janitor looks for the GUID now: its
 			// listing runs on the same session after the create, so it
 			// sees the node if the create took effect (forget also runs
@@ -162,7 +162,7 @@ func (l *Locker) queue(ctx context.Context, s *session, v view, key, parent, own
 			case r := <-ownc:
 				me = &r
 			case <-ctx.Done():
-				return nil, context.Cause(ctx)
+				return nil, ctxErr(ctx)
 			}
 		}
 		for transient(me.err) && ctx.Err() == nil { // lost with the connection: read again once back
@@ -261,7 +261,7 @@ func (l *Locker) queue(ctx context.Context, s *session, v view, key, parent, own
 			ownWatch = nil // fired once; the next listing shows the node gone
 		case <-v.ended:
 		case <-ctx.Done():
-			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx))
+			return nil, notAcquired(ctx, nil, nil)
 		case <-l.closing:
 			return nil, distlock.ErrClosed
 		}
@@ -286,7 +286,7 @@ func (l *Locker) resume(ctx context.Context, s *session, v view, key string) err
 		case <-up:
 		case <-v.ended:
 		case <-ctx.Done():
-			return errors.Join(distlock.ErrNotAcquired, context.Cause(ctx))
+			return notAcquired(ctx, nil, nil)
 		case <-l.closing:
 			return distlock.ErrClosed
 		}
@@ -297,7 +297,7 @@ func (l *Locker) resume(ctx context.Context, s *session, v view, key string) err
 func (l *Locker) failed(ctx context.Context, s *session, v view, key, op string, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return errors.Join(distlock.ErrNotAcquired, context.Cause(ctx))
+		return notAcquired(ctx, nil, nil)
 	case isClosed(l.closing):
 		return distlock.ErrClosed
 	case isClosed(v.ended) || errors.Is(err, zk.ErrSessionExpired):

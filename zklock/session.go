@@ -244,7 +244,7 @@ func (s *session) ready(ctx context.Context, bound time.Duration) (view, error) 
 		select {
 		case <-up:
 		case <-ctx.Done():
-			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session: %w", distlock.ErrUnavailable, context.Cause(ctx))
+			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session: %w", distlock.ErrUnavailable, ctxErr(ctx))
 		case <-timeout:
 			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session within %v", distlock.ErrUnavailable, bound)
 		case <-s.l.closing:
