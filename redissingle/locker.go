@@ -1,22 +1,3 @@
-// Package redissingle is the single-Redis backend: one lock is one key, set
-// with SET NX PX and released by a compare-and-delete script, over any
-// go-redis UniversalClient (standalone, Sentinel failover, Cluster).
-//
-// Each acquisition mints a fencing token in the same script (one round
-// trip). Blocked Acquire calls queue on the server and are handed the lock
-// by the release itself: the release script gives the key to the first
-// waiter and notifies only that waiter's Locker over pub/sub, so a hand-off
-// costs the same few commands however many clients wait, and waiters are
-// served in arrival order. Expired holders and lost notifications are
-// caught by polling at the holder's remaining TTL.
-//
-// URL: redis://[user:password@]host:port[/db][?params], or rediss:// for
-// TLS. Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
-// prefix, wait_replicas, wait_timeout and poll_interval (see Options), and
-// every go-redis option redis.ParseURL accepts (dial_timeout, pool_size,
-// ...). Unknown parameters are rejected.
-//
-// A single Redis is not fault tolerant: see Locker.Guarantees.
 package redissingle
 
 import (
@@ -24,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,6 +27,8 @@ type Locker struct {
 	channel  string // this Locker's pub/sub channel
 	qttl     int64  // wait queue TTL, ms
 
+	serverChecked atomic.Bool // the server's settings passed checkServer, or cannot be read
+
 	mu      sync.Mutex
 	closed  bool
 	waiters map[string]*waiter // blocked Acquire calls, by waiter ID
@@ -62,7 +46,9 @@ var _ distlock.Locker = (*Locker)(nil)
 
 // New returns a Locker over client, which the caller keeps owning: Close
 // does not close it. opts may be nil for the defaults. Invalid options
-// return an error matching distlock.ErrInvalidArgument. New does no I/O.
+// return an error matching distlock.ErrInvalidArgument. New does no I/O:
+// the server's eviction settings are checked before the first acquisition
+// (see Options.AllowEviction).
 func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: redissingle: nil client", distlock.ErrInvalidArgument)
@@ -201,6 +187,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	defer l.wg.Done()
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	}
+	if err := l.checkServer(ctx); err != nil {
+		return nil, err
 	}
 	return l.tryOnce(ctx, l.keysFor(key), key, o)
 }

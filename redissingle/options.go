@@ -59,6 +59,17 @@ type Options struct {
 	// outlives its last waiter: 3 x PollInterval. Default
 	// DefaultPollInterval (5 s).
 	PollInterval time.Duration
+
+	// AllowEviction lets the Locker use a server that may evict keys when
+	// its memory is full (maxmemory set, and a volatile-* or allkeys-*
+	// maxmemory-policy), which can drop held locks and the fence counter
+	// (see the package documentation). Default false: the Locker reads
+	// the server's settings (CONFIG GET maxmemory*) before its first
+	// acquisition and, if the server may evict keys, every acquisition
+	// fails with an error matching distlock.ErrInvalidArgument that names
+	// the policy, until one finds the setting fixed. A server that refuses
+	// CONFIG (a managed service, an ACL user without it) is not judged.
+	AllowEviction bool
 }
 
 // resolve returns o with defaults applied, or an error matching

@@ -13,7 +13,7 @@ import (
 
 // params are the query parameters the Locker reads itself; the others go
 // to redis.ParseURL, which rejects those it does not know.
-var params = []string{"ttl", "autoextend", "retry_min", "retry_max", "prefix", "wait_replicas", "wait_timeout", "poll_interval"}
+var params = []string{"ttl", "autoextend", "retry_min", "retry_max", "prefix", "wait_replicas", "wait_timeout", "poll_interval", "allow_eviction"}
 
 func init() {
 	distlock.Register("redis", open)
@@ -21,7 +21,8 @@ func init() {
 }
 
 // open is the Opener of "redis://" and "rediss://" URLs. The Locker owns
-// the client it creates: Close closes it. It does no I/O.
+// the client it creates: Close closes it. It does no I/O (the server's
+// eviction settings are checked before the first acquisition).
 func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 	ours, rest := *u, *u
 	q, other := url.Values{}, u.Query()
@@ -35,11 +36,12 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 
 	p := urlopt.New(&ours)
 	opts := Options{
-		Lock:         p.LockOptions(),
-		Prefix:       p.String("prefix", ""),
-		WaitReplicas: p.Int("wait_replicas", 0),
-		WaitTimeout:  p.Duration("wait_timeout", DefaultWaitTimeout),
-		PollInterval: p.Duration("poll_interval", DefaultPollInterval),
+		Lock:          p.LockOptions(),
+		Prefix:        p.String("prefix", ""),
+		WaitReplicas:  p.Int("wait_replicas", 0),
+		WaitTimeout:   p.Duration("wait_timeout", DefaultWaitTimeout),
+		PollInterval:  p.Duration("poll_interval", DefaultPollInterval),
+		AllowEviction: p.Bool("allow_eviction", false),
 	}
 	if err := p.Done(); err != nil {
 		return nil, err

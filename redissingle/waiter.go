@@ -89,6 +89,10 @@ func (l *Locker) attempt(ctx context.Context, k keySet, key string, w *waiter, o
 			return nil, errQueued
 		}
 	}
+	if err := l.checkServer(ctx); err != nil {
+		w.arm(retryDelay)
+		return nil, err
+	}
 	s := l.scripts.acquire
 	if w.queued {
 		s = l.scripts.poll
