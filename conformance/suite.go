@@ -113,9 +113,11 @@ func runScenario(t *testing.T, h *Harness, g distlock.Guarantees, sc scenario) R
 		res.Verdict, res.Observed, res.Detail = NotRun, "-", exp.reason
 		return res
 	}
-	e := newEnv(t, h, g, sc.id)
+	watch := &stateWatch{}
+	e := newEnv(t, watch.watch(h), g, sc.id)
 	start := time.Now()
 	obs := sc.run(e)
+	obs = e.judgeFences(exp, obs, watch.lost.Load())
 	res.Seconds = time.Since(start).Seconds()
 	res.Detail, res.Metrics = obs.detail, obs.metrics
 	if exp.reason != "" {
