@@ -79,7 +79,9 @@ func (fixedFence) Fence() uint64 { return 7 }
 func TestFenceOracleBitesEveryScenario(t *testing.T) {
 	space := memlock.New(nil)
 	reuse := Harness{Name: "selftest-fence-reuse", TTL: 300 * time.Millisecond,
-		NewLocker: func(context.Context, string) (distlock.Locker, error) { return reusedFenceLocker{space.NewHandle()}, nil }}
+		NewLocker: func(context.Context, string) (distlock.Locker, error) {
+			return reusedFenceLocker{space.NewHandle()}, nil
+		}}
 	regress := brokenHarness("fence-regression")
 	for _, c := range []struct {
 		h      Harness
