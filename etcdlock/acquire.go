@@ -57,12 +57,6 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	}
 }
 
-// entry is one queued entry: its etcd key and create revision.
-type entry struct {
-	key string
-	rev int64
-}
-
 // acquire makes one queued acquisition: enqueue, wait, grant.
 func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (distlock.Lease, error) {
 	start := time.Now()
@@ -74,21 +68,9 @@ func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (d
 	if !s.fresh(start, staleAfter(o.TTL)) {
 		r = s.renewAfter(start)
 	}
-	pfx, my := l.prefix(key), l.etcdKey(key, s)
 	token := lease.NewToken()
-	var resp *clientv3.TxnResponse
-	maybe, err := l.do(ctx, o.TTL, time.Time{}, 0, s.dead, func(ctx context.Context) error {
-		var err error
-		resp, err = l.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(my), "=", 0)).
-			Then(clientv3.OpPut(my, token, clientv3.WithLease(s.id)),
-				clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))).
-			Else(clientv3.OpGet(my), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
-			Commit()
-		return err
-	})
+	q, maybe, err := l.enqueue(ctx, s, key, token, time.Time{}, 0)
 	if err != nil {
-		l.abandon(s, key, 0)
 		if serr := s.err(); serr != nil {
 			return nil, errors.Join(ErrSessionExpired, serr)
 		}
@@ -97,34 +79,13 @@ func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (d
 	if maybe {
 		l.retire(s, key) // a timed-out try could re-create the entry after we delete it
 	}
-	var rev int64
-	var pred *entry
-	if resp.Succeeded {
-		rev = resp.Header.Revision
-		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 2 {
-			pred = &entry{string(kvs[1].Key), kvs[1].CreateRevision}
-		}
-	} else {
-		mine := resp.Responses[0].GetResponseRange().Kvs
-		if len(mine) == 0 { // cannot happen: the compare saw it
-			l.abandon(s, key, 0)
-			return nil, unavailable("enqueue", errors.New("entry vanished"))
-		}
-		if err := adoptable(mine[0].Value, token, "enqueue", my); err != nil {
-			return nil, err
-		}
-		rev = mine[0].CreateRevision
-		if first := resp.Responses[1].GetResponseRange().Kvs; len(first) > 0 && first[0].CreateRevision != rev {
-			pred = &entry{string(first[0].Key), 0} // some entry is ahead: read the one just ahead
-		}
-	}
-	if pred != nil {
-		start, r, err = l.wait(ctx, s, key, my, rev, pred, resp.Header.Revision, o)
+	if q.pred != nil {
+		start, r, err = l.wait(ctx, s, key, q.my, q.rev, q.pred, q.read, o)
 		if err != nil {
 			return nil, err
 		}
 	}
-	return l.grant(ctx, s, key, my, rev, token, start, o, r)
+	return l.grant(ctx, s, key, q.my, q.rev, token, start, o, r)
 }
 
 // adoptable returns nil if value, that of the session's entry my for the
@@ -166,10 +127,10 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 		if !s.fresh(start, staleAfter(o.TTL)) {
 			r = s.renewAfter(start)
 		}
-		var resp *clientv3.TxnResponse
+		var st queueState
 		_, err := l.do(ctx, o.TTL, time.Now().Add(o.TTL), 0, s.dead, func(ctx context.Context) error {
 			var err error
-			resp, err = l.queueRead(ctx, pfx, my, rev, gone)
+			st, err = l.queueRead(ctx, pfx, my, rev, gone)
 			return err
 		})
 		switch {
@@ -184,15 +145,13 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 			recheck = true
 			continue
 		}
-		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+		if !st.mine {
 			return giveUp(fmt.Errorf("%w: the waiting entry %s was deleted", ErrSessionExpired, my))
 		}
-		ahead := resp.Responses[1].GetResponseRange().Kvs
-		if len(ahead) == 0 {
+		if st.ahead == nil {
 			return start, r, nil
 		}
-		pred = &entry{string(ahead[0].Key), ahead[0].CreateRevision}
-		read = resp.Header.Revision
+		pred, read = st.ahead, st.revision
 	}
 }
 
@@ -282,32 +241,6 @@ func (l *Locker) stillThere(ctx context.Context, s *session, pred *entry, from i
 	}
 	kvs := resp.Kvs
 	return len(kvs) == 1 && kvs[0].CreateRevision == pred.rev
-}
-
-// queueRead reads the waiter's own entry my (created at rev) and the entry
-// just ahead of it, through the leader (linearizable). After the watch saw
-// the entry ahead deleted at revision gone (> 0), it first reads the
-// member's own state, without the leader's round (serializable): an entry
-// ahead can only go, never come (a new entry is created behind every
-// existing one), so a committed state at revision gone or later that shows
-// none ahead proves that none is left. If the member has not applied gone
-// yet, or shows an entry ahead or none of ours, the linearizable read
-// decides.
-func (l *Locker) queueRead(ctx context.Context, pfx, my string, rev, gone int64) (*clientv3.TxnResponse, error) {
-	read := func(opts ...clientv3.OpOption) (*clientv3.TxnResponse, error) {
-		return l.cli.Txn(ctx).Then(
-			clientv3.OpGet(my, opts...),
-			clientv3.OpGet(pfx, append(append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1)), opts...)...),
-		).Commit()
-	}
-	if gone > 0 {
-		resp, err := read(clientv3.WithSerializable())
-		if err == nil && resp.Header.Revision >= gone &&
-			len(resp.Responses[0].GetResponseRange().Kvs) > 0 && len(resp.Responses[1].GetResponseRange().Kvs) == 0 {
-			return resp, nil
-		}
-	}
-	return read()
 }
 
 // giveUp deletes the entry of a waiter that stops waiting: at once if the

@@ -81,12 +81,11 @@ func (x *LockDriver) Unreserve() { x.d.l.detach(x.d.s, x.d.key) }
 // and reports what it saw: the response's revision, whether my exists and
 // how many entries ahead of my it found.
 func (l *Locker) QueueRead(ctx context.Context, key, my string, rev, gone int64) (revision int64, mine bool, ahead int, err error) {
-	resp, err := l.queueRead(ctx, l.prefix(key), my, rev, gone)
-	if err != nil {
-		return 0, false, 0, err
+	st, err := l.queueRead(ctx, l.prefix(key), my, rev, gone)
+	if err != nil || st.ahead == nil {
+		return st.revision, st.mine, 0, err
 	}
-	return resp.Header.Revision, len(resp.Responses[0].GetResponseRange().Kvs) > 0,
-		len(resp.Responses[1].GetResponseRange().Kvs), nil
+	return st.revision, st.mine, 1, nil
 }
 
 // SetBeforeWatch makes f run before every waiter starts watching its

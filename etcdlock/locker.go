@@ -7,6 +7,13 @@
 // Keys: the lock of key k is the prefix Options.Prefix+k+"/"; a client's
 // entry is that prefix followed by its etcd lease ID in hex, as Mutex
 // writes it. The entry with the lowest create revision holds the lock.
+// The entries of a lock are the keys directly under its prefix: the lock
+// of "p/42" lies under "p/" too, one level down, and the lock of "p"
+// skips its keys, so that "p" and "p/42" are independent locks (see
+// keys.go). A queue read that meets such keys reads every key under the
+// prefix created before the caller's entry (names only). Mutex and
+// etcdctl wait for every key under the prefix: a Mutex on "p" also waits
+// for the holders of "p/42", which delays it but never breaks exclusion.
 //
 // Leases: the Locker shares one etcd lease (a "session") between its locks
 // and waiters of the same TTL, renewed by one goroutine every TTL/10, so a
@@ -166,13 +173,6 @@ func (l *Locker) enter() bool {
 	return true
 }
 
-// prefix is the etcd prefix of the lock of key, as concurrency.NewMutex
-// derives it from its name.
-func (l *Locker) prefix(key string) string { return l.opts.Prefix + key + "/" }
-
-// etcdKey is the entry of session s in the lock of key.
-func (l *Locker) etcdKey(key string, s *session) string { return l.prefix(key) + s.hex }
-
 // do runs one request, retrying tries that fail (each bounded by the try
 // timeout; the client picks the next member) until one succeeds, ctx ends,
 // until passes (if not zero), tries tries were made (if not zero) or stop
@@ -204,76 +204,6 @@ func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tri
 		}
 		sleep(ctx, time.Millisecond+rand.N(4*time.Millisecond))
 	}
-}
-
-// TryAcquire implements distlock.Locker: one transaction that creates the
-// caller's entry only if the lock's prefix is empty, so contention leaves
-// no entry behind (concurrency.Mutex.TryLock writes one, then deletes it).
-// A try that fails is retried (on the member the client picks next), up
-// to one try per endpoint, within the TTL. If the
-// key is held the error matches distlock.ErrNotAcquired; if the cluster
-// cannot be reached, distlock.ErrUnavailable.
-func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.opts.Lock.ResolveFor(key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if !l.enter() {
-		return nil, errClosed
-	}
-	defer l.wg.Done()
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(distlock.ErrNotAcquired, err)
-	}
-	start := time.Now()
-	s, err := l.session(ctx, o.TTL, key)
-	if err != nil {
-		return nil, ctxErr(ctx, err)
-	}
-	var r *round
-	if !s.fresh(start, staleAfter(o.TTL)) {
-		r = s.renewAfter(start)
-	}
-	pfx, my := l.prefix(key), l.etcdKey(key, s)
-	token := lease.NewToken()
-	var resp *clientv3.TxnResponse
-	maybe, err := l.do(ctx, o.TTL, start.Add(o.TTL-drift(o.TTL)), len(l.cli.Endpoints()), s.dead, func(ctx context.Context) error {
-		var err error
-		resp, err = l.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
-			Then(clientv3.OpPut(my, token, clientv3.WithLease(s.id))).
-			Else(clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
-			Commit()
-		return err
-	})
-	if err != nil {
-		if maybe {
-			l.abandon(s, key, 0)
-		} else {
-			l.detach(s, key)
-		}
-		return nil, ctxErr(ctx, unavailable("acquire", err))
-	}
-	rev := resp.Header.Revision
-	if !resp.Succeeded {
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 || string(kvs[0].Key) != my { // held by another entry
-			if maybe {
-				l.abandon(s, key, 0) // an earlier try may still create ours
-			} else {
-				l.detach(s, key)
-			}
-			return nil, fmt.Errorf("%w: etcdlock: %q is held", distlock.ErrNotAcquired, key)
-		}
-		if err := adoptable(kvs[0].Value, token, "acquire", my); err != nil {
-			return nil, err
-		}
-		rev = kvs[0].CreateRevision // an earlier try of ours created it
-	}
-	if maybe {
-		l.retire(s, key) // a timed-out try could re-create the entry after the release
-	}
-	return l.grant(ctx, s, key, my, rev, string(token), start, o, r)
 }
 
 // grant makes the lease of an entry that holds the lock. Its validity is

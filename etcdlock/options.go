@@ -42,7 +42,9 @@ type Options struct {
 	// Prefix is prepended to every lock key. The lock of key k is the
 	// etcd key prefix Prefix+k+"/", exactly as concurrency.NewMutex(s,
 	// Prefix+k) and `etcdctl lock Prefix+k` name it, so that they and
-	// this Locker exclude each other. Default "".
+	// this Locker exclude each other; a key containing "/" is a lock of
+	// its own, independent of the keys it extends (see the package
+	// documentation). Default "".
 	Prefix string
 
 	// RequestTimeout bounds one try of one request (connecting included);

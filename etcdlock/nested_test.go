@@ -1,0 +1,195 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/etcdlock"
+)
+
+// TestNestedKeys: the lock of "p" lives under "p/" and that of "p/42"
+// under "p/42/", inside it. They are two locks all the same: holding one
+// never blocks the other, in either order, through TryAcquire or a
+// waiting Acquire, while each still excludes its own other acquirers and
+// a concurrency.Mutex of its own name.
+func TestNestedKeys(t *testing.T) {
+	c := startMember(t)
+	a, b := c.locker(t, "a", nil), c.locker(t, "b", nil)
+	admin := c.admin(t)
+
+	// held checks that the lease holds key: another Locker is refused.
+	held := func(t *testing.T, other *etcdlock.Locker, key string, ls distlock.Lease) {
+		t.Helper()
+		if _, err := other.TryAcquire(context.Background(), key); !errors.Is(err, distlock.ErrNotAcquired) || errors.Is(err, distlock.ErrUnavailable) {
+			t.Fatalf("TryAcquire %q while it is held: %v, want not acquired", key, err)
+		}
+		if err := ls.Err(); err != nil {
+			t.Fatalf("the lease of %q ended: %v", key, err)
+		}
+	}
+	tryAcquire := func(t *testing.T, l *etcdlock.Locker, key, why string) distlock.Lease {
+		t.Helper()
+		ls, err := l.TryAcquire(context.Background(), key)
+		if err != nil {
+			t.Fatalf("TryAcquire %q %s: %v", key, why, err)
+		}
+		return ls
+	}
+
+	t.Run("ChildHeldThenParent", func(t *testing.T) {
+		parent := uniqueKey(t)
+		child := parent + "/42"
+		lc := tryAcquire(t, a, child, "")
+		lp := tryAcquire(t, b, parent, "while its child "+child+" is held")
+		held(t, a, parent, lp)
+		held(t, b, child, lc)
+		if got := entries(t, admin, parent); len(got) != 2 {
+			t.Fatalf("keys under %s/ after a refused TryAcquire: %v, want the two holders' entries", parent, got)
+		}
+		mustRelease(t, lp)
+		mustRelease(t, lc)
+	})
+
+	t.Run("ParentHeldThenChild", func(t *testing.T) {
+		parent := uniqueKey(t)
+		child := parent + "/42"
+		lp := tryAcquire(t, a, parent, "")
+		lc := tryAcquire(t, b, child, "while its parent "+parent+" is held")
+		held(t, b, parent, lp)
+		held(t, a, child, lc)
+		mustRelease(t, lc)
+		mustRelease(t, lp)
+	})
+
+	t.Run("ParentWaiterIgnoresChild", func(t *testing.T) {
+		// Under "p/": p's holder, then a holder of p/42, then p's waiter.
+		// The waiter is next in p's queue, and must get p as soon as p's
+		// holder releases, though p/42 stays held.
+		parent := uniqueKey(t)
+		lp := mustAcquire(t, a, parent)
+		lc := mustAcquire(t, b, parent+"/42")
+		w := c.locker(t, "w", nil)
+		got := acquireAsync(w, parent)
+		select {
+		case r := <-got:
+			t.Fatalf("the waiter returned while %q is held: %v", parent, r.err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		mustRelease(t, lp)
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("the waiter after the release: %v", r.err)
+			}
+			mustRelease(t, r.ls)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the waiter of %q was not granted after its holder released, while %s/42 is held", parent, parent)
+		}
+		mustRelease(t, lc)
+	})
+
+	t.Run("QueueReadSkipsLongerKeys", func(t *testing.T) {
+		// Hand-written keys under p/: the entry a, a key of p/x's lock,
+		// then the waiter's entry b. The entry ahead of b is a, and none
+		// once a is gone, though p/x's key stays.
+		ctx := context.Background()
+		pfx := a.Prefix(uniqueKey(t))
+		key := strings.TrimSuffix(pfx, "/")
+		if _, err := admin.Put(ctx, pfx+"a", "ahead"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.Put(ctx, pfx+"x/1", "longer key"); err != nil {
+			t.Fatal(err)
+		}
+		put, err := admin.Put(ctx, pfx+"b", "mine")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := put.Header.Revision
+		if _, mine, ahead, err := a.QueueRead(ctx, key, pfx+"b", rev, 0); err != nil || !mine || ahead != 1 {
+			t.Fatalf("mine %v, ahead %d, err %v; want mine, 1 ahead (%sa)", mine, ahead, err, pfx)
+		}
+		del, err := admin.Delete(ctx, pfx+"a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gone := range []int64{0, del.Header.Revision} {
+			if _, mine, ahead, err := a.QueueRead(ctx, key, pfx+"b", rev, gone); err != nil || !mine || ahead != 0 {
+				t.Fatalf("after %sa's deletion (gone %d): mine %v, ahead %d, err %v; want mine, none ahead", pfx, gone, mine, ahead, err)
+			}
+		}
+	})
+
+	t.Run("MutexInterop", func(t *testing.T) {
+		// A Mutex holds p, then this Locker holds p/42; a waiter of this
+		// Locker on p gets it when the Mutex unlocks (p/42 still held).
+		// On one name with a "/" the Mutex and this Locker exclude each
+		// other.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		sess, err := concurrency.NewSession(c.Client(t, "mutex"), concurrency.WithTTL(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		parent := uniqueKey(t)
+		m := concurrency.NewMutex(sess, parent)
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lc := tryAcquire(t, b, parent+"/42", "while a Mutex holds "+parent)
+		_, err = a.TryAcquire(ctx, parent)
+		wantErr(t, err, distlock.ErrNotAcquired)
+		got := acquireAsync(a, parent)
+		time.Sleep(200 * time.Millisecond)
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("the waiter after the Mutex unlocked: %v", r.err)
+			}
+			mustRelease(t, r.ls)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the waiter of %q was not granted after the Mutex unlocked, while %s/42 is held", parent, parent)
+		}
+		mc := concurrency.NewMutex(sess, parent+"/42")
+		if err := mc.TryLock(ctx); !errors.Is(err, concurrency.ErrLocked) {
+			t.Fatalf("Mutex.TryLock(%s/42) while this Locker holds it: %v, want ErrLocked", parent, err)
+		}
+		mustRelease(t, lc)
+		if err := mc.TryLock(ctx); err != nil {
+			t.Fatalf("Mutex.TryLock(%s/42) after the release: %v", parent, err)
+		}
+		_, err = b.TryAcquire(ctx, parent+"/42")
+		wantErr(t, err, distlock.ErrNotAcquired)
+		if err := mc.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// acquired is the outcome of an Acquire run in the background.
+type acquired struct {
+	ls  distlock.Lease
+	err error
+}
+
+// acquireAsync runs l.Acquire(key) in the background, bounded by 30 s.
+func acquireAsync(l *etcdlock.Locker, key string, opts ...distlock.Option) <-chan acquired {
+	got := make(chan acquired, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ls, err := l.Acquire(ctx, key, opts...)
+		got <- acquired{ls, err}
+	}()
+	return got
+}
