@@ -58,6 +58,16 @@
 // at least the largest TTL in use before it rejoins. Guarantees reports
 // SurvivesRestart false either way, since the Locker cannot check it.
 //
+// Keys: the lock of key k is the Redis key Prefix+k. The Locker's own
+// keys (the fence counter Prefix+"distlock:fence", the wait queues
+// Prefix+"distlock:q:"+k) and channels (Prefix+"distlock:w:"+id) are named
+// with "distlock:", so a key whose Prefix+k contains "distlock:" is refused
+// with distlock.ErrInvalidArgument, as is a key longer than MaxKeyLen
+// bytes, and so is a Prefix containing "distlock:" (by New). No key can
+// then name another key's internal state, including that of a Locker with
+// another Prefix on the same servers. Any other bytes (separators, NUL,
+// invalid UTF-8) make a lock of their own.
+//
 // N may be any number >= 1. An even N tolerates no more failures than N-1
 // (N=4 tolerates 1, like N=3) at a higher cost; prefer odd N.
 //

@@ -63,8 +63,8 @@ func New(addrs []string, opts *Options) (*Locker, error) {
 	l := &Locker{
 		quorum:   len(addrs)/2 + 1,
 		opts:     o,
-		channel:  o.Prefix + "distlock:w:" + lease.NewToken(),
-		fenceKey: o.Prefix + "distlock:fence",
+		channel:  o.Prefix + reserved + "w:" + lease.NewToken(),
+		fenceKey: o.Prefix + reserved + "fence",
 		closing:  stop.New(),
 		waiters:  map[string]*waiter{},
 		slots:    map[string][]chan struct{}{},
@@ -143,15 +143,14 @@ func (l *Locker) isClosed() bool {
 	return l.closed
 }
 
+// resolve checks key (distlock.CheckKey, then checkKey) and resolves
+// opts; the error matches distlock.ErrInvalidArgument.
 func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
-	return l.opts.Lock.ResolveFor(key, opts...)
-}
-
-// keys are the Redis keys of one lock on every node.
-type keys struct{ lock, fence, queue string }
-
-func (l *Locker) keysFor(key string) keys {
-	return keys{lock: l.opts.Prefix + key, fence: l.fenceKey, queue: l.opts.Prefix + "distlock:q:" + key}
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err == nil {
+		err = l.checkKey(key)
+	}
+	return o, err
 }
 
 // ms renders d in whole milliseconds for PX/PEXPIRE, rounded up, so the

@@ -29,6 +29,7 @@ func TestRedlock(t *testing.T) {
 		t.Run("Cancelled", c.testCancelled)
 		t.Run("Closed", c.testClosed)
 		t.Run("LocalTurns", c.testLocalTurns)
+		t.Run("HostileKeys", c.testHostileKeys)
 	})
 	t.Run("Faults", func(t *testing.T) {
 		t.Run("FencePausedBeforeWriteBack", c.testFencePausedBeforeWriteBack)

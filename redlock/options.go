@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -67,7 +68,9 @@ type Options struct {
 	// lock of key k is the Redis key k itself, so that other Redlock
 	// clients (redsync, ...) contending on k exclude and are excluded by
 	// this Locker. The Locker's own keys (fence counter, wait queues) live
-	// under Prefix + "distlock:".
+	// under Prefix + "distlock:". A Prefix containing "distlock:" is
+	// refused (distlock.ErrInvalidArgument), as are keys whose Prefix +
+	// key contains it (see MaxKeyLen for the length limit).
 	Prefix string
 
 	// PollInterval is the longest a blocked Acquire waits for the push
@@ -112,6 +115,8 @@ func (o *Options) resolve() (Options, error) {
 		return bad("poll interval must be >= 1ms, got %v", r.PollInterval)
 	case r.DB < 0:
 		return bad("DB must be >= 0, got %d", r.DB)
+	case strings.Contains(r.Prefix, reserved):
+		return bad("prefix %q contains %q, which is reserved for the Locker's own keys", r.Prefix, reserved)
 	}
 	return r, nil
 }

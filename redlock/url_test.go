@@ -66,6 +66,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"a:1"}, &redlock.Options{DriftFactor: -0.1}},
 		{[]string{"a:1"}, &redlock.Options{PollInterval: -time.Second}},
 		{[]string{"a:1"}, &redlock.Options{Lock: distlock.Options{TTL: -1}}},
+		{[]string{"a:1"}, &redlock.Options{Prefix: "distlock:"}},
+		{[]string{"a:1"}, &redlock.Options{Prefix: "app:distlock:q:"}},
 	} {
 		if _, err := redlock.New(c.addrs, c.opts); err == nil {
 			t.Fatalf("New(%v, %+v): no error", c.addrs, c.opts)

@@ -1,0 +1,48 @@
+package redlock
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/distlock/distlock"
+)
+
+// Key layout. For the caller's key k, with P = Options.Prefix:
+//
+//	P + k                  the lock: a string holding the holder's token
+//	P + "distlock:fence"   the node's fence counter, shared by every key
+//	P + "distlock:q:" + k  the lock's wait queue (a sorted set)
+//	P + "distlock:w:" + id a Locker's pub/sub channel
+//
+// Only the Locker's own names contain reserved (see checkKey, and New for
+// the Prefix).
+
+// reserved marks the Locker's own keys and channels.
+const reserved = "distlock:"
+
+// MaxKeyLen is the longest key, in bytes, a Locker accepts: 1024. Every
+// request about a key carries it to every node, and errors name it; Redis
+// itself advises against long keys.
+const MaxKeyLen = 1024
+
+// checkKey returns an error matching distlock.ErrInvalidArgument if key
+// is longer than MaxKeyLen or its lock name (Prefix + key) contains
+// "distlock:". Every other key, of any bytes, is a lock of its own.
+func (l *Locker) checkKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: redlock: key is %d bytes, longer than MaxKeyLen (%d): use a shorter key, or a hash of it",
+			distlock.ErrInvalidArgument, len(key), MaxKeyLen)
+	}
+	if strings.Contains(l.opts.Prefix+key, reserved) {
+		return fmt.Errorf("%w: redlock: key %q: %q is reserved for the Locker's own keys: use a key without it",
+			distlock.ErrInvalidArgument, key, reserved)
+	}
+	return nil
+}
+
+// keys are the Redis keys of one lock on every node.
+type keys struct{ lock, fence, queue string }
+
+func (l *Locker) keysFor(key string) keys {
+	return keys{lock: l.opts.Prefix + key, fence: l.fenceKey, queue: l.opts.Prefix + reserved + "q:" + key}
+}
