@@ -21,10 +21,15 @@ import (
 // distlock.ErrNotAcquired and ctx.Err() and keeps the last error; if the
 // lease the call waits under expires (the caller was cut off from the
 // cluster for a TTL), it returns an error matching ErrSessionExpired (and
-// distlock.ErrUnavailable) at once. Either way its entry is deleted.
+// distlock.ErrUnavailable) at once. Either way its entry is deleted. An
+// empty key, a key longer than MaxKeyLen or an invalid option returns an
+// error matching distlock.ErrInvalidArgument, before any request.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.opts.Lock.ResolveFor(key, opts...)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	if !l.enter() {

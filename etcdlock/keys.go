@@ -2,6 +2,9 @@ package etcdlock
 
 import (
 	"bytes"
+	"fmt"
+
+	"github.com/distlock/distlock"
 )
 
 // The etcd keys of a lock. The lock of key k is the prefix Prefix+k+"/",
@@ -13,6 +16,23 @@ import (
 // directly): a lock skips them, so that "p" and "p/42" are independent
 // locks. No entry of one lock is an entry of another: Prefix+k+"/"+x with
 // no "/" in x determines k.
+
+// MaxKeyLen is the longest key, in bytes, a Locker accepts, and the
+// longest Options.Prefix. A key's entry name appears several times in one
+// transaction; at these lengths a request stays far below etcd's default
+// request limit (--max-request-bytes, 1.5 MiB).
+const MaxKeyLen = 4096
+
+// checkKey refuses a key longer than MaxKeyLen with an error matching
+// distlock.ErrInvalidArgument. Any other non-empty byte string is a key:
+// "/", NUL bytes and invalid UTF-8 included (etcd keys are bytes).
+func checkKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: etcdlock: key of %d bytes is longer than MaxKeyLen (%d bytes); use a shorter key, or a hash of it",
+			distlock.ErrInvalidArgument, len(key), MaxKeyLen)
+	}
+	return nil
+}
 
 // prefix is the etcd prefix of the lock of key.
 func (l *Locker) prefix(key string) string { return l.opts.Prefix + key + "/" }

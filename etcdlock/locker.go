@@ -4,7 +4,9 @@
 // concurrency.Mutex and `etcdctl lock`, so that this Locker, Mutex users
 // and etcdctl exclude each other (a migration needs no flag day).
 //
-// Keys: the lock of key k is the prefix Options.Prefix+k+"/"; a client's
+// Keys: any non-empty byte string of at most MaxKeyLen bytes ("/", NUL
+// and invalid UTF-8 included). The lock of key k is the prefix
+// Options.Prefix+k+"/"; a client's
 // entry is that prefix followed by its etcd lease ID in hex, as Mutex
 // writes it. The entry with the lowest create revision holds the lock.
 // The entries of a lock are the keys directly under its prefix: the lock

@@ -44,7 +44,7 @@ type Options struct {
 	// Prefix+k) and `etcdctl lock Prefix+k` name it, so that they and
 	// this Locker exclude each other; a key containing "/" is a lock of
 	// its own, independent of the keys it extends (see the package
-	// documentation). Default "".
+	// documentation). At most MaxKeyLen bytes. Default "".
 	Prefix string
 
 	// RequestTimeout bounds one try of one request (connecting included);
@@ -78,6 +78,8 @@ func (o *Options) resolve() (Options, error) {
 		return Options{}, fmt.Errorf("%w: etcdlock: request timeout must be >= 1ms, got %v", distlock.ErrInvalidArgument, r.RequestTimeout)
 	case r.PollInterval < time.Millisecond:
 		return Options{}, fmt.Errorf("%w: etcdlock: poll interval must be >= 1ms, got %v", distlock.ErrInvalidArgument, r.PollInterval)
+	case len(r.Prefix) > MaxKeyLen:
+		return Options{}, fmt.Errorf("%w: etcdlock: prefix of %d bytes is longer than MaxKeyLen (%d bytes)", distlock.ErrInvalidArgument, len(r.Prefix), MaxKeyLen)
 	}
 	return r, nil
 }

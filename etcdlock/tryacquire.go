@@ -23,10 +23,15 @@ import (
 // retried (on the member the client picks next), up to one try per
 // endpoint, within the TTL. If the key is held the error matches
 // distlock.ErrNotAcquired; if the cluster cannot be reached,
-// distlock.ErrUnavailable.
+// distlock.ErrUnavailable. An empty key, a key longer than MaxKeyLen or an
+// invalid option returns an error matching distlock.ErrInvalidArgument,
+// before any request.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.opts.Lock.ResolveFor(key, opts...)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	if !l.enter() {
