@@ -32,8 +32,10 @@
 // vanish before its TTL, and another client then takes it while the
 // holder still acts. An allkeys-* policy can also evict the fence counter,
 // after which fences start again from 1 and a fenced resource accepts a
-// stale holder. Use maxmemory-policy noeviction: writes, acquisitions among
-// them, then fail with an error when memory is full, and no key is lost.
+// stale holder. Use maxmemory-policy noeviction: no key is lost, and while
+// memory is full acquisitions fail with an error matching
+// distlock.ErrUnavailable (a blocked Acquire keeps trying), while held
+// locks can still be extended and released.
 // Before its first acquisition a Locker reads the settings (CONFIG GET
 // maxmemory*) and refuses to work with such a server (ErrInvalidArgument,
 // naming the policy) unless Options.AllowEviction or allow_eviction=true

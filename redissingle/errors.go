@@ -33,7 +33,9 @@ func (e *ReplicationError) Unwrap() error { return distlock.ErrUnavailable }
 var errUnknown = errors.New("outcome unknown")
 
 // transient lists the server error prefixes that mean "try again later".
-var transient = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MOVED", "ASK", "NOREPLICAS"}
+// OOM (noeviction with memory full) is refused before a script's first
+// write, so the script had no effect.
+var transient = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MOVED", "ASK", "NOREPLICAS", "OOM"}
 
 // wrap maps an error of operation op to the distlock sentinels: replies
 // saying the server cannot serve now and every transport error (refused,

@@ -131,6 +131,35 @@ func TestEvictingServer(t *testing.T) {
 		}
 		works(t, s.locker(t, "a", nil))
 	})
+
+	t.Run("FullMemoryIsUnavailable", func(t *testing.T) {
+		// noeviction refuses writes that need memory when memory is full:
+		// a condition to wait out, not a broken request.
+		if err := s.admin().ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+			t.Fatal(err)
+		}
+		l := s.locker(t, "a", nil)
+		held := mustAcquire(t, l, uniqueKey(t))
+		if err := s.admin().ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		key := uniqueKey(t)
+		_, err := l.TryAcquire(ctx, key)
+		wantErr(t, err, distlock.ErrUnavailable)
+		actx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err = l.Acquire(actx, key)
+		wantErr(t, err, distlock.ErrNotAcquired, context.DeadlineExceeded, distlock.ErrUnavailable)
+		// Extending and releasing take no memory: they still work.
+		if err := held.Extend(ctx, time.Minute); err != nil {
+			t.Fatalf("Extend with memory full: %v", err)
+		}
+		mustRelease(t, held)
+		if err := s.admin().ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		works(t, l)
+	})
 }
 
 // configCalls is how many CONFIG commands the server has run (INFO
