@@ -46,10 +46,13 @@
 // first waiter whose Locker is subscribed and PUBLISHes its ID on that
 // Locker's channel (one pub/sub connection per node and Locker). Only that
 // waiter wakes: once a majority of nodes told it, or 2 ms after the first
-// did. Expired holders and lost messages are caught by
-// a timer: the holder's remaining TTL, at most Options.PollInterval, or
-// the random retry delay while pub/sub is down on a majority or after a
-// split vote (no herd, and contenders desynchronise).
+// did. A waiter leaves the queues when Acquire returns (won, failed or
+// cancelled), in the background; a wake-up that reaches its Locker after
+// it stopped waiting is passed on to the next waiter on that node (see
+// queue.go). Expired holders and lost messages are caught by a timer:
+// the holder's remaining TTL, at most Options.PollInterval, or the random
+// retry delay while pub/sub is down on a majority or after a split vote
+// (no herd, and contenders desynchronise).
 //
 // Crash recovery: a node that restarts empty can let a second client lock
 // the key while the first still holds it (and lose its fence counter). The

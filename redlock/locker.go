@@ -193,9 +193,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 
 // outcome describes a failed attempt, for the next wait.
 type outcome struct {
-	split  bool          // we took some nodes but no majority
-	queued bool          // some node queued us
-	pttl   time.Duration // the shortest remaining TTL of another holder seen (0: none)
+	split bool          // we took some nodes but no majority
+	pttl  time.Duration // the shortest remaining TTL of another holder seen (0: none)
 }
 
 // attempt makes one acquisition: on every node at once, the acquire
@@ -261,7 +260,6 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 			continue
 		}
 		fails = append(fails, NodeError{l.nodes[i].addr, ErrHeld})
-		out.queued = out.queued || w != nil
 		if p := time.Duration(-3-v) * time.Millisecond; p > 0 && (out.pttl == 0 || p < out.pttl) {
 			out.pttl = p
 		}

@@ -33,6 +33,8 @@ func TestRedlock(t *testing.T) {
 	})
 	t.Run("Faults", func(t *testing.T) {
 		t.Run("FencePausedBeforeWriteBack", c.testFencePausedBeforeWriteBack)
+		t.Run("CancelledWaiterLeaves", c.testCancelledWaiterLeaves)
+		t.Run("WakeSkipsGoneWaiter", c.testWakeSkipsGoneWaiter)
 		t.Run("ReleaseRetried", c.testReleaseRetried)
 		t.Run("ReleaseRetryBounded", c.testReleaseRetryBounded)
 		t.Run("ReleaseRetryAfterExtend", c.testReleaseRetryAfterExtend)

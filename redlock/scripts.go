@@ -32,17 +32,21 @@ end
 return -3 - redis.call('PTTL', KEYS[1])
 `
 
-// wakeLoop is the code that wakes the first live waiter of queue q (a
-// KEYS entry): pop entries until one's channel has a subscriber, which is
-// told the waiter's ID. It is inlined where used, not defined as a Lua
-// function: a script that defines a function creates it on every call.
+// wakeLoop is the code that wakes the first waiter of queue q (a KEYS
+// entry) whose Locker is subscribed: pop entries until one's channel has
+// a subscriber, which is told the waiter's ID and the lock (KEYS[1]) as
+// "id|lock". If that waiter is no longer waiting (it gave up or won, and
+// its leaving of the queue has not landed yet), its Locker passes the
+// wake-up on (see Locker.passOn), so it reaches a waiting waiter. It is
+// inlined where used, not defined as a Lua function: a script that
+// defines a function creates it on every call.
 func wakeLoop(q string) string {
 	return `
 for _ = 1, 16 do
   local e = redis.call('ZPOPMIN', ` + q + `)
   if #e == 0 then break end
   local ch, wid = string.match(e[1], '^(.*)|(%x+)$')
-  if ch and redis.call('PUBLISH', ch, wid) > 0 then break end
+  if ch and redis.call('PUBLISH', ch, wid .. '|' .. KEYS[1]) > 0 then break end
 end
 `
 }
@@ -57,7 +61,7 @@ end
 `
 
 // releaseBody: compare-and-delete of KEYS[1] against ARGV[1]; if it
-// deleted, wake the first live waiter of queue q. Returns 1 if it deleted,
+// deleted, wake the first waiter of queue q (wakeLoop). Returns 1 if it deleted,
 // else 0.
 func releaseBody(q string) string {
 	return `
@@ -101,8 +105,10 @@ return 1
 `
 
 // leaveLua: KEYS lock, counter (unused), queue. ARGV entry. A waiter that
-// gave up leaves the queue; if the key is free meanwhile, the next waiter
-// is woken in its place.
+// gave up or won leaves the queue; if the key is free meanwhile, the next
+// waiter is woken in its place. It also passes on a wake-up that reached
+// a waiter no longer waiting (its entry already popped: the ZREM finds
+// nothing).
 var leaveLua = `
 redis.call('ZREM', KEYS[3], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -24,7 +26,9 @@ type waiter struct {
 	// before the current attempt.
 	pushWoke, byPush bool
 	timer            *time.Timer
-	queued           bool // some node has queued it
+	// queued: a queueing attempt was sent, so some node may hold its
+	// entry (whether or not a reply said so).
+	queued bool
 }
 
 func (w *waiter) wake() {
@@ -148,13 +152,13 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 					return nil, err
 				}
 			}
+			w.mu.Lock()
+			w.queued = true
+			w.mu.Unlock()
 			ls, out, err := l.attempt(ctx, key, o, w)
 			if err == nil {
 				return ls, nil
 			}
-			w.mu.Lock()
-			w.queued = w.queued || out.queued
-			w.mu.Unlock()
 			switch {
 			case out.split || !errors.Is(err, distlock.ErrNotAcquired) || !l.pushUp():
 				w.arm(retry.Delay(o.RetryMin, o.RetryMax), !out.split)
@@ -208,21 +212,9 @@ func (l *Locker) removeWaiter(w *waiter) {
 	delete(l.waiters, w.id)
 }
 
-// leave removes w's queue entries on every node, in the background (one
-// multiplexed round trip); if the key is free, the next waiter is woken in
-// w's place.
-func (l *Locker) leave(key string, w *waiter, ttl time.Duration) {
-	if !l.enter() {
-		return
-	}
-	k := l.keysFor(key)
-	cmd := []string{"EVALSHA", leaveScript.sha, "3", k.lock, k.fence, k.queue, l.channel + "|" + w.id}
-	go func() {
-		defer l.wg.Done()
-		_, conns := l.fanout(l.closing.Context(), time.Now().Add(l.opts.nodeTimeout(ttl)), func(int) [][]string { return [][]string{cmd} }, nil)
-		l.done(conns)
-	}()
-}
+// testHookMessage runs in listen for every wake-up message, with whether
+// its waiter is still waiting (nil in production; tests set it).
+var testHookMessage atomic.Pointer[func(l *Locker, live bool)]
 
 // pushUp reports whether a majority of the subscriptions are up.
 func (l *Locker) pushUp() bool {
@@ -286,12 +278,18 @@ func (l *Locker) listen(i int, c *conn) bool {
 			return true
 		}
 		if m, ok := v.([]any); ok && len(m) == 3 && m[0] == "message" {
-			id, _ := m[2].(string)
+			payload, _ := m[2].(string)
+			id, lock, _ := strings.Cut(payload, "|") // see wakeLoop
 			l.mu.Lock()
 			w := l.waiters[id]
 			l.mu.Unlock()
+			if h := testHookMessage.Load(); h != nil {
+				(*h)(l, w != nil)
+			}
 			if w != nil {
 				w.pushed(l.quorum)
+			} else if lock != "" {
+				l.passOn(i, lock, id)
 			}
 		}
 	}
