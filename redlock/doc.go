@@ -39,7 +39,7 @@
 // Extend and Release raise any granting node left below. Any two
 // majorities share a node, so the next holder's fence is higher, even if
 // this holder pauses or crashes right after Acquire returns, as long as no
-// node of the majority loses its counter (see Crash recovery).
+// node of the majority loses its counter (see Operating requirements).
 //
 // Waiting: a blocked Acquire queues on each node (a sorted set scored by
 // its arrival time, so all nodes agree on the order); a release pops the
@@ -54,12 +54,30 @@
 // retry delay while pub/sub is down on a majority or after a split vote
 // (no herd, and contenders desynchronise).
 //
-// Crash recovery: a node that restarts empty can let a second client lock
-// the key while the first still holds it (and lose its fence counter). The
-// Redlock spec's two remedies are the operator's: run every node with
-// appendonly yes and appendfsync always, or keep a crashed node down for
-// at least the largest TTL in use before it rejoins. Guarantees reports
-// SurvivesRestart false either way, since the Locker cannot check it.
+// Operating requirements: lock keys, wait queues and fence counters are
+// ordinary Redis keys, and the Locker cannot check how the nodes keep
+// them, so the operator must:
+//
+//   - Never let a node evict them: run every node with maxmemory-policy
+//     noeviction (or without maxmemory). An allkeys-* policy can evict a
+//     held lock (a second client then takes the key while the first holds
+//     it) or a fence counter (that node's next fences restart low, and a
+//     later holder's fence can go backwards); a volatile-* policy can
+//     evict a held lock, which always has a TTL (and wait queues, which
+//     only costs waiters their push wake-up). Under noeviction a full node
+//     refuses writes instead: the Locker sees an error reply and counts the
+//     node as unavailable.
+//   - Keep the data across restarts. A node that restarts empty can let a
+//     second client lock the key while the first still holds it, and loses
+//     its fence counter. The Redlock spec's two remedies for exclusion are
+//     appendonly yes with appendfsync always on every node, or keeping a
+//     crashed node down for at least the largest TTL in use before it
+//     rejoins; fences need the first (an RDB snapshot or appendfsync
+//     everysec can lose the last increments, and a node that comes back
+//     without its counter, however late, can make a later fence lower).
+//
+// Guarantees reports SurvivesRestart false, and its FenceScope names both
+// requirements.
 //
 // Keys: the lock of key k is the Redis key Prefix+k. The Locker's own
 // keys (the fence counter Prefix+"distlock:fence", the wait queues

@@ -79,7 +79,9 @@ func New(addrs []string, opts *Options) (*Locker, error) {
 // Guarantees reports what Redlock promises: exclusion rests on TTLs,
 // bounded clock drift and bounded pauses (ClockIndependentSafety false);
 // fences increase while no node of a majority loses its counter
-// (FenceMonotonic, scope "quorum"); (N-1)/2 nodes may be down; there are no
+// (FenceMonotonic, scope "quorum", which names what the nodes need: every
+// write fsynced to the append-only file, and no eviction; see Operating
+// requirements in the package documentation); (N-1)/2 nodes may be down; there are no
 // replicas to fail over to (FailoverSafe false: do not put replicas behind
 // the addresses); a node restarted without its data can grant the key a
 // second time (SurvivesRestart false, whatever the persistence, which the
@@ -91,7 +93,7 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 	return distlock.Guarantees{
 		Backend:           "redlock",
 		Fence:             distlock.FenceMonotonic,
-		FenceScope:        "quorum: holds while no node of the majority loses its counter (restart without appendfsync always)",
+		FenceScope:        "quorum: holds while no node of the majority loses its counter (needs appendfsync always and maxmemory-policy noeviction)",
 		ToleratedFailures: (len(l.nodes) - 1) / 2,
 		PushWakeup:        true,
 		LostNotification:  true,
