@@ -150,8 +150,9 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 			recheck = true
 			continue
 		}
-		if !st.mine {
-			return giveUp(fmt.Errorf("%w: the waiting entry %s was deleted", ErrSessionExpired, my))
+		if !st.mine { // deleted, and perhaps created again by a late try of the enqueue
+			l.giveUp(ctx, s, key, 0)
+			return time.Time{}, nil, fmt.Errorf("%w: the waiting entry %s was deleted", ErrSessionExpired, my)
 		}
 		if st.ahead == nil {
 			return start, r, nil
@@ -249,7 +250,9 @@ func (l *Locker) stillThere(ctx context.Context, s *session, pred *entry, from i
 }
 
 // giveUp deletes the entry of a waiter that stops waiting: at once if the
-// cluster answers within a try timeout, else in the background.
+// cluster answers within a try timeout, else in the background. rev is
+// the entry's create revision, or 0 for whatever entry the session has in
+// the lock (one that a late try of the enqueue created again).
 func (l *Locker) giveUp(ctx context.Context, s *session, key string, rev int64) {
 	if err := s.err(); err != nil && !errors.Is(err, distlock.ErrClosed) {
 		l.detach(s, key) // the lease expired or was revoked: its entry went with it
@@ -259,9 +262,14 @@ func (l *Locker) giveUp(ctx context.Context, s *session, key string, rev int64) 
 	defer cancel()
 	stop := make(chan struct{})
 	close(stop) // one try only
+	my := l.etcdKey(key, s)
 	_, err := l.do(cctx, s.ttl, time.Time{}, 0, stop, func(ctx context.Context) error {
-		_, err := l.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.etcdKey(key, s)), "=", rev)).
-			Then(clientv3.OpDelete(l.etcdKey(key, s))).Commit()
+		if rev == 0 {
+			_, err := l.cli.Delete(ctx, my)
+			return err
+		}
+		_, err := l.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(my), "=", rev)).
+			Then(clientv3.OpDelete(my)).Commit()
 		return err
 	})
 	if err == nil {

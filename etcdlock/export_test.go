@@ -124,3 +124,10 @@ func WakeSessionBeforeConfirm(t testing.TB, d time.Duration) {
 	}
 	t.Cleanup(func() { testHookBeforeConfirm = nil })
 }
+
+// SetBeforeEnqueueTry makes f run before each try of every enqueue, with
+// the try's number (from 1); the test's cleanup removes it.
+func SetBeforeEnqueueTry(t testing.TB, f func(try int)) {
+	testHookEnqueueTry = f
+	t.Cleanup(func() { testHookEnqueueTry = nil })
+}

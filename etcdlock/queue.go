@@ -25,7 +25,14 @@ type queued struct {
 // enqueue writes the caller's entry on s in the lock of key, valued
 // token, unless an earlier try of the same call wrote it, and reads the
 // entry just ahead of it, in one transaction. A try that fails is retried
-// as l.do allows (until, tries). On failure the entry is abandoned (see
+// as l.do allows (until, tries). Every try is create-only (the entry's
+// create revision must be 0) and the create revision the caller waits
+// with is the one the answering try wrote or read, never assumed. A try
+// cannot tell an entry that was never written from one an earlier try
+// wrote and an operator deleted since: it writes it again, behind every
+// entry then queued. A try that timed out may still reach the server
+// later and create the entry again after a deletion; its create revision
+// then differs, and the queue reads count the entry as gone (queueRead). On failure the entry is abandoned (see
 // abandon), the error is returned as is, and maybe reports that a try
 // failed after it may have reached a server: the entry may still be
 // written later. An entry of s that does not carry token belongs to
@@ -34,7 +41,11 @@ type queued struct {
 func (l *Locker) enqueue(ctx context.Context, s *session, key, token string, until time.Time, tries int) (q queued, maybe bool, err error) {
 	pfx, my := l.prefix(key), l.etcdKey(key, s)
 	var resp *clientv3.TxnResponse
+	try := 0
 	maybe, err = l.do(ctx, s.ttl, until, tries, s.dead, func(ctx context.Context) error {
+		if try++; testHookEnqueueTry != nil {
+			testHookEnqueueTry(try)
+		}
 		var err error
 		resp, err = l.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(my), "=", 0)).
@@ -77,12 +88,16 @@ func (l *Locker) enqueue(ctx context.Context, s *session, key, token string, unt
 // queueState is what a queue read found.
 type queueState struct {
 	revision int64  // the revision it read at
-	mine     bool   // the waiter's entry exists
+	mine     bool   // the waiter's entry exists, with the create revision it was queued at
 	ahead    *entry // the entry just ahead of it, nil if none
 }
 
 // queueRead reads the waiter's own entry my (created at rev) and the entry
-// just ahead of it, through the leader (linearizable). After the watch saw
+// just ahead of it, through the leader (linearizable). The entry counts as
+// the waiter's only with create revision rev: one created again after a
+// deletion (by a try of the enqueue that reached the server late) is
+// behind entries queued meanwhile, and the entries ahead of rev are not
+// all the entries ahead of it. After the watch saw
 // the entry ahead deleted at revision gone (> 0), it first reads the
 // member's own state, without the leader's round (serializable): an entry
 // ahead can only go, never come (a new entry is created behind every
@@ -127,7 +142,8 @@ func (l *Locker) readAhead(ctx context.Context, pfx, my string, rev int64, every
 	if err != nil {
 		return queueState{}, false, err
 	}
-	st = queueState{revision: resp.Header.Revision, mine: len(resp.Responses[0].GetResponseRange().Kvs) > 0}
+	mine := resp.Responses[0].GetResponseRange().Kvs
+	st = queueState{revision: resp.Header.Revision, mine: len(mine) > 0 && mine[0].CreateRevision == rev}
 	kvs := resp.Responses[1].GetResponseRange().Kvs
 	for _, kv := range kvs {
 		if isEntry(pfx, kv.Key) {
@@ -137,3 +153,7 @@ func (l *Locker) readAhead(ctx context.Context, pfx, my string, rev int64, every
 	}
 	return st, every || st.ahead != nil || len(kvs) == 0, nil
 }
+
+// testHookEnqueueTry, set by tests only (nil in production), runs before
+// each try of an enqueue, with the try's number (from 1).
+var testHookEnqueueTry func(try int)

@@ -62,4 +62,16 @@ func TestQueueRead(t *testing.T) {
 	if err != nil || mine {
 		t.Fatalf("own entry deleted: mine %v, err %v; want it reported missing", mine, err)
 	}
+
+	// Created again (a late try of the enqueue): another entry under the
+	// same name, still missing for the waiter that queued at rev.
+	if _, err := admin.Put(ctx, my, "mine again"); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []int64{0, g} {
+		_, mine, _, err = l.QueueRead(ctx, key, my, rev, gone)
+		if err != nil || mine {
+			t.Fatalf("own entry re-created (gone %d): mine %v, err %v; want it reported missing", gone, mine, err)
+		}
+	}
 }

@@ -121,8 +121,8 @@ func (l *Locker) tryQueued(ctx context.Context, s *session, key, token string, s
 		case err != nil:
 			l.giveUp(ctx, s, key, q.rev)
 			return nil, ctxErr(ctx, unavailable("acquire", err))
-		case !st.mine:
-			l.giveUp(ctx, s, key, q.rev)
+		case !st.mine: // deleted, and perhaps created again by a late try of the enqueue
+			l.giveUp(ctx, s, key, 0)
 			return nil, unavailable("acquire", fmt.Errorf("the entry %s was deleted", q.my))
 		}
 		ahead = st.ahead
