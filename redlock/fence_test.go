@@ -87,3 +87,39 @@ func (c *cluster) fencePausedBeforeWriteBack(t *testing.T, ttl time.Duration) {
 	}
 	mustRelease(t, ls2)
 }
+
+// testReleaseRaisesCounter: a node that lost its fence counter (a restart
+// without persistence) is raised to the lease's fence by the acquisition's
+// write-back, and again by Release, which then runs the release script
+// with the counter: the node counts in later majorities with a counter no
+// lower than any fence handed out. Its own prefix keeps the counter apart
+// from the parallel tests'.
+func (c *cluster) testReleaseRaisesCounter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := c.locker(t, "rc", &redlock.Options{Prefix: "rc:", NodeTimeout: 2 * time.Second})
+	const counter = "rc:distlock:fence"
+	key := uniqueKey(t)
+	for range 3 {
+		mustRelease(t, mustAcquire(t, l, key))
+	}
+	lost := c.nodes[0].Admin()
+	if err := lost.Del(ctx, counter).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ls := mustAcquire(t, l, key) // node 0 counts 1, the others 4
+	value := func() int64 { v, _ := lost.Get(ctx, counter).Int64(); return v }
+	eventually(t, 5*time.Second, "the acquisition's write-back reached node 0", func() bool {
+		return value() >= int64(ls.Fence())
+	})
+	if err := lost.Del(ctx, counter).Err(); err != nil { // forgets again while held
+		t.Fatal(err)
+	}
+	mustRelease(t, ls)
+	if got := value(); got < int64(ls.Fence()) {
+		t.Fatalf("node 0's counter is %d after Release, below the lease's fence %d", got, ls.Fence())
+	}
+	if h := c.holders(t, key); len(h) != 0 {
+		t.Fatalf("key still on nodes %v after Release", h)
+	}
+}

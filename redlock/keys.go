@@ -14,6 +14,12 @@ import (
 //	P + "distlock:q:" + k  the lock's wait queue (a sorted set)
 //	P + "distlock:w:" + id a Locker's pub/sub channel
 //
+// The lock's value is only the token, so that redsync and other Redlock
+// clients on the same key exclude this Locker and it them. The wait queue
+// holds "channel|id" entries scored by each waiter's arrival time, so that
+// every node orders the same waiters the same way and a release on all
+// nodes wakes the same waiter on each.
+//
 // Only the Locker's own names contain reserved (see checkKey, and New for
 // the Prefix).
 

@@ -6,15 +6,8 @@ import (
 )
 
 // The Lua scripts, loaded (SCRIPT LOAD) on every new connection and run
-// with EVALSHA. Each runs atomically on one node. Keys of a lock k, with
-// Options.Prefix p: the lock p+k (its value is the holder's token, so
-// redsync and other Redlock clients on the same key exclude us and we them),
-// its wait queue p+"distlock:q:"+k, and the node's fence counter
-// p+"distlock:fence", shared by every key.
-//
-// The wait queue is a sorted set of "channel|waiter" entries scored by the
-// waiter's arrival time, so that every node orders the same waiters the same
-// way and a release on all nodes wakes the same waiter on each.
+// with EVALSHA. Each runs atomically on one node, on the keys of one lock
+// (see keys.go).
 
 // acquireLua: KEYS lock, fence counter, queue. ARGV token, ttl ms, queue
 // entry ("" for none), arrival score, queue ttl ms. SET NX PX and, if it
