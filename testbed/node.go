@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,9 @@ type Node struct {
 	// they are set up again in the new network namespace of each Start.
 	packetLinks map[string]*PacketLink // by client name
 	cutPeers    []string               // peer IPs whose packets are dropped
+	clientIP    netip.Addr             // fixed address on the client network; zero until the first PacketLink
+	carrier     *Node                  // whose container carries clientIP (see RoutePacketLinksTo); nil: n's own
+	guests      []*Node                // nodes whose client address n's container carries
 }
 
 // Name is the node's name within its test, e.g. "redis-0".

@@ -12,7 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,43 +26,64 @@ import (
 const firstPacketPort = 20001
 
 // PacketLink is one client's direct path to a node's server: the client
-// connects to the container's own IP address (no user-space proxy, no
-// docker-proxy) on a port reserved for that client, which the container
-// redirects to the server's port. Faults on the link drop that client's
-// packets, and only that client's, in the server's network namespace.
-// A restarted container gets a new network namespace: Node.Start sets the
-// link up again and keeps its current fault.
+// connects to the node's fixed address on the client network (no
+// user-space proxy, no docker-proxy) on a port reserved for that client,
+// which the container redirects to the server's port. Faults on the link
+// drop that client's packets, and only that client's, in the server's
+// network namespace. A restarted container gets a new network namespace:
+// Node.Start sets the link up again and keeps its current fault.
 type PacketLink struct {
 	n      *Node
 	client string
 	port   int
-	fault  string // iptables rules of the current fault ("" = healed)
+	ready  chan struct{} // closed once the link is set up
+	err    error         // the set-up's failure, read after ready
+	fault  string        // iptables rules of the current fault ("" = healed)
 }
 
 // PacketLink returns the packet-level link of one client to this node,
-// setting it up on first use. It fails the test if the container cannot be
-// configured.
+// setting it up on first use (the node may be down: Start completes it).
+// It fails the test if the container cannot be configured.
 func (n *Node) PacketLink(client string) *PacketLink {
 	n.t.Helper()
 	routes.Lock()
 	l, ok := n.packetLinks[client]
 	if !ok {
-		l = &PacketLink{n: n, client: client, port: firstPacketPort + len(n.packetLinks)}
+		l = &PacketLink{n: n, client: client, port: firstPacketPort + len(n.packetLinks), ready: make(chan struct{})}
 		n.packetLinks[client] = l
 	}
 	routes.Unlock()
 	if !ok {
-		if err := n.sh(context.Background(), l.setupScript()); err != nil {
-			n.t.Fatalf("testbed: %s: packet link %q: %v", n.name, client, err)
-		}
+		l.err = l.setUp(context.Background())
+		close(l.ready)
+	}
+	<-l.ready
+	if l.err != nil {
+		n.t.Fatalf("testbed: %s: packet link %q: %v", n.name, client, l.err)
 	}
 	return l
 }
 
-// Addr is the host:port the client dials: the container's IP address and
-// the link's port. The address may change when the node is started again.
+// setUp gives the node its client address and installs the link's port
+// redirection in the container that carries that address, if it runs.
+func (l *PacketLink) setUp(ctx context.Context) error {
+	if _, err := l.n.clientAddr(ctx); err != nil {
+		return err
+	}
+	carrier := l.n.packetCarrier()
+	if carrier.HostAddr() == "" {
+		return nil // down: Start sets it up
+	}
+	return carrier.sh(ctx, l.setupScript()+" && "+l.faultScript(l.currentFault()))
+}
+
+// Addr is the host:port the client dials: the node's fixed address on the
+// client network and the link's port. It stays the same when the node is
+// started again, and follows RoutePacketLinksTo.
 func (l *PacketLink) Addr() string {
-	return net.JoinHostPort(l.n.IP(), strconv.Itoa(l.port))
+	routes.Lock()
+	defer routes.Unlock()
+	return netip.AddrPortFrom(l.n.clientIP, uint16(l.port)).String()
 }
 
 // Cut drops every packet of the client's connections in both directions,
@@ -97,12 +118,24 @@ func (l *PacketLink) Loss(ctx context.Context, p float64) error {
 func (l *PacketLink) Heal(ctx context.Context) error { return l.set(ctx, "") }
 
 // set replaces the link's fault with rules, a format whose %[1]s is the
-// link's inbound chain and %[2]s its outbound one.
+// link's inbound chain and %[2]s its outbound one. On a node that is down
+// the fault is only recorded: Start applies it.
 func (l *PacketLink) set(ctx context.Context, rules string) error {
+	<-l.ready
 	routes.Lock()
 	l.fault = rules
 	routes.Unlock()
-	return l.n.sh(ctx, l.faultScript(rules))
+	carrier := l.n.packetCarrier()
+	if carrier.HostAddr() == "" {
+		return nil
+	}
+	return carrier.sh(ctx, l.faultScript(rules))
+}
+
+func (l *PacketLink) currentFault() string {
+	routes.Lock()
+	defer routes.Unlock()
+	return l.fault
 }
 
 // chains names the link's inbound and outbound filter chains.
@@ -112,16 +145,20 @@ func (l *PacketLink) chains() (in, out string) {
 
 // setupScript redirects the link's port to the server's and hooks the
 // link's chains into INPUT and OUTPUT by the connections' original
-// destination port, which conntrack keeps for both directions.
+// destination port, which conntrack keeps for both directions. It adds
+// only what is missing, so it may run again in the same namespace.
 func (l *PacketLink) setupScript() string {
 	in, out := l.chains()
 	server := strings.TrimSuffix(l.n.port, "/tcp")
 	p := strconv.Itoa(l.port)
+	ensure := func(table, chain, rule string) string {
+		return "{ iptables -t " + table + " -C " + chain + " " + rule + " 2>/dev/null || iptables -t " + table + " -I " + chain + " " + rule + "; }"
+	}
 	return strings.Join([]string{
-		"iptables -t nat -A PREROUTING -p tcp --dport " + p + " -j REDIRECT --to-ports " + server,
-		"iptables -N " + in, "iptables -N " + out,
-		"iptables -I INPUT -p tcp -m conntrack --ctorigdstport " + p + " -j " + in,
-		"iptables -I OUTPUT -p tcp -m conntrack --ctorigdstport " + p + " -j " + out,
+		ensure("nat", "PREROUTING", "-p tcp --dport "+p+" -j REDIRECT --to-ports "+server),
+		"{ iptables -N " + in + " 2>/dev/null || true; }", "{ iptables -N " + out + " 2>/dev/null || true; }",
+		ensure("filter", "INPUT", "-p tcp -m conntrack --ctorigdstport "+p+" -j "+in),
+		ensure("filter", "OUTPUT", "-p tcp -m conntrack --ctorigdstport "+p+" -j "+out),
 	}, " && ")
 }
 
@@ -138,13 +175,19 @@ func (l *PacketLink) faultScript(rules string) string {
 	return script
 }
 
-// restorePacketFaults sets up the node's packet links again in a new
-// network namespace (after Start), with their faults and its peer cuts.
+// restorePacketFaults sets up the packet links whose address n's container
+// carries again in a new network namespace (after Start), with their
+// faults, and n's peer cuts.
 func (n *Node) restorePacketFaults(ctx context.Context) error {
 	routes.Lock()
 	var scripts []string
-	for _, l := range n.packetLinks {
-		scripts = append(scripts, l.setupScript(), l.faultScript(l.fault))
+	for _, owner := range append([]*Node{n}, n.guests...) {
+		if owner.carrier != nil && owner.carrier != n {
+			continue // n's own address was moved to another container
+		}
+		for _, l := range owner.packetLinks {
+			scripts = append(scripts, l.setupScript(), l.faultScript(l.fault))
+		}
 	}
 	for _, ip := range n.cutPeers {
 		scripts = append(scripts, peerScript("-A", ip))

@@ -11,7 +11,8 @@ import (
 // cut link is silent (no reply, no reset) while another client's link to
 // the same server works; DropReplies lets requests take effect; Heal
 // resumes the same connection; a peer cut stops the traffic between two
-// servers; and a restarted node gets its link and fault back.
+// servers; a restarted node gets its link, address and fault back; and
+// RoutePacketLinksTo moves a node's address to another server and back.
 func TestPacketLink(t *testing.T) {
 	RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -73,8 +74,12 @@ func TestPacketLink(t *testing.T) {
 		t.Fatalf("peers after HealPeer: %v", err)
 	}
 
+	addr := a.Addr()
 	if err := rs[0].Restart(ctx); err != nil { // a new network namespace
 		t.Fatal(err)
+	}
+	if a.Addr() != addr {
+		t.Fatalf("address changed on restart: %s, was %s", a.Addr(), addr)
 	}
 	if c := dialPacketTimeout(ctx, a.Addr()); c != nil {
 		t.Fatal("DropReplies lost on restart: handshake completed")
@@ -82,9 +87,72 @@ func TestPacketLink(t *testing.T) {
 	if err := a.Heal(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustDo(t, ctx, dialPacket(t, ctx, a.Addr()), "PING"); got != "PONG" {
+	ca = dialPacket(t, ctx, a.Addr())
+	if got := mustDo(t, ctx, ca, "PING"); got != "PONG" {
 		t.Fatalf("after restart and heal: %q", got)
 	}
+	testRoutePacketLinks(t, ctx, rs, a, ca)
+}
+
+// testRoutePacketLinks moves rs[0]'s address (with link a and its open
+// connection ca) to rs[1] and back: the dialled address reaches the
+// server that carries it, a connection from before the move ends, and
+// a fault set while moved applies there.
+func testRoutePacketLinks(t *testing.T, ctx context.Context, rs []*RedisNode, a *PacketLink, ca *respConn) {
+	if _, err := rs[1].do(ctx, "SET", "k", "one"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].RoutePacketLinksTo(ctx, rs[1].Node); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := doConn(ctx, ca, 2*time.Second, "PING"); err == nil || isTimeout(err) {
+		t.Fatalf("connection from before the move: %q, %v; want it ended (closed or reset)", got, err)
+	}
+	moved := dialMoved(t, ctx, a.Addr())
+	if got := mustDo(t, ctx, moved, "GET", "k"); got != "one" {
+		t.Fatalf("moved address reached k = %q, want rs[1]'s \"one\"", got)
+	}
+	if err := a.Cut(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := doConn(ctx, moved, 500*time.Millisecond, "PING"); !isTimeout(err) {
+		t.Fatalf("cut on the moved link: %v, want a timeout", err)
+	}
+	if err := a.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].RoutePacketLinksTo(ctx, rs[0].Node); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs[0].do(ctx, "SET", "k", "zero"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustDo(t, ctx, dialMoved(t, ctx, a.Addr()), "GET", "k"); got != "zero" {
+		t.Fatalf("address moved back reached k = %q, want rs[0]'s \"zero\"", got)
+	}
+}
+
+// dialMoved dials an address that has just moved to another container,
+// for up to 3 s: the first SYN is sometimes lost (its retransmission
+// comes a second later).
+func dialMoved(t *testing.T, ctx context.Context, addr string) *respConn {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	c := dialPacketTimeout(ctx, addr)
+	for c == nil && time.Now().Before(deadline) {
+		c = dialPacketTimeout(ctx, addr)
+	}
+	if c == nil {
+		t.Fatalf("dial %s failed for 3 s after the move", addr)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return newRespConn(c)
 }
 
 func dialPacketTimeout(ctx context.Context, addr string) net.Conn {
