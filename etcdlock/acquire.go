@@ -19,8 +19,9 @@ import (
 // documentation). While the cluster cannot be reached it retries after the
 // random retry delay. When ctx ends, the error matches
 // distlock.ErrNotAcquired and ctx.Err() and keeps the last error; if the
-// lease the call waits under expires (the caller was cut off from the
-// cluster for a TTL), it returns an error matching ErrSessionExpired (and
+// lease the call waits under ends before the lock is granted (it expired
+// because the caller was cut off from the cluster for a TTL, or it was
+// revoked), it returns an error matching ErrSessionExpired (and
 // distlock.ErrUnavailable) at once. Either way its entry is deleted. An
 // empty key, a key longer than MaxKeyLen or an invalid option returns an
 // error matching distlock.ErrInvalidArgument, before any request.

@@ -131,3 +131,13 @@ func SetBeforeEnqueueTry(t testing.TB, f func(try int)) {
 	testHookEnqueueTry = f
 	t.Cleanup(func() { testHookEnqueueTry = nil })
 }
+
+// SetBeforeGrant makes f run at the start of every grant of a lock whose
+// entry is queued (nil: none); the test's cleanup removes it.
+func SetBeforeGrant(t testing.TB, f func()) {
+	testHookBeforeGrant = f
+	t.Cleanup(func() { testHookBeforeGrant = nil })
+}
+
+// SessionDone is closed when the lock's session (its etcd lease) dies.
+func (x *LockDriver) SessionDone() <-chan struct{} { return x.d.s.dead }

@@ -210,10 +210,21 @@ func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tri
 
 // grant makes the lease of an entry that holds the lock. Its validity is
 // the acquisition's start plus the TTL minus drift, capped by the
-// session's deadline (after the keepalive r, if one was sent for it).
+// session's deadline (after the keepalive r, if one was sent for it). If
+// the session is dead by then, or dies while the lease is made, its etcd
+// lease and the entry with it are gone or going: grant hands out no lease
+// and returns an error matching ErrSessionExpired (and
+// distlock.ErrUnavailable) that wraps the session's cause.
 func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int64, token string, start time.Time, o distlock.Options, r *round) (distlock.Lease, error) {
+	if testHookBeforeGrant != nil {
+		testHookBeforeGrant()
+	}
 	if r != nil {
 		_ = r.wait(ctx, s, l.opts.keepAliveTimeout(o.TTL)) // else the current deadline applies
+	}
+	if err := s.err(); err != nil {
+		l.giveUp(ctx, s, key, rev)
+		return nil, fmt.Errorf("%w: %w", ErrSessionExpired, err)
 	}
 	vu := start.Add(o.TTL - drift(o.TTL))
 	if sd := s.deadlineNow(); sd.Before(vu) {
@@ -228,6 +239,12 @@ func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int6
 		return nil, err
 	}
 	d.attach(ls, vu)
+	if err := s.err(); err != nil { // it died after the check above: attach reported the lease lost
+		d.finish()
+		d.forget()
+		l.detach(s, key)
+		return nil, fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	}
 	return ls, nil
 }
 
@@ -314,3 +331,7 @@ const (
 // delete the server answered; an error it returns replaces the answer, as
 // if the reply had been lost.
 var testHookDeleted func() error
+
+// testHookBeforeGrant, set by tests only (nil in production), runs at the
+// start of grant.
+var testHookBeforeGrant func()

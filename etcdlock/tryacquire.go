@@ -23,7 +23,9 @@ import (
 // retried (on the member the client picks next), up to one try per
 // endpoint, within the TTL. If the key is held the error matches
 // distlock.ErrNotAcquired; if the cluster cannot be reached,
-// distlock.ErrUnavailable. An empty key, a key longer than MaxKeyLen or an
+// distlock.ErrUnavailable; if the etcd lease the entry was written under
+// ended before the lock is granted, ErrSessionExpired (which matches
+// distlock.ErrUnavailable). An empty key, a key longer than MaxKeyLen or an
 // invalid option returns an error matching distlock.ErrInvalidArgument,
 // before any request.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
