@@ -55,8 +55,7 @@
 // (no herd, and contenders desynchronise).
 //
 // Operating requirements: lock keys, wait queues and fence counters are
-// ordinary Redis keys, and the Locker cannot check how the nodes keep
-// them, so the operator must:
+// ordinary Redis keys, so the operator must:
 //
 //   - Never let a node evict them: run every node with maxmemory-policy
 //     noeviction (or without maxmemory). An allkeys-* policy can evict a
@@ -66,7 +65,10 @@
 //     evict a held lock, which always has a TTL (and wait queues, which
 //     only costs waiters their push wake-up). Under noeviction a full node
 //     refuses writes instead: the Locker sees an error reply and counts the
-//     node as unavailable.
+//     node as unavailable. The Locker checks this one: before its first
+//     acquisition it reads each node's maxmemory settings, and while a
+//     node may evict, acquisitions fail with distlock.ErrInvalidArgument
+//     unless Options.AllowEviction is set (see AllowEviction).
 //   - Keep the data across restarts. A node that restarts empty can let a
 //     second client lock the key while the first still holds it, and loses
 //     its fence counter. The Redlock spec's two remedies for exclusion are
@@ -94,6 +96,7 @@
 //
 // URL: redlock://[user:password@]host1:port,host2:port,...[/db][?params].
 // Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
-// node_timeout, drift_factor, drift_fixed, dial_timeout, prefix and
-// poll_interval (see Options). Unknown parameters are rejected.
+// node_timeout, drift_factor, drift_fixed, dial_timeout, prefix,
+// poll_interval and allow_eviction (see Options). Unknown parameters are
+// rejected.
 package redlock

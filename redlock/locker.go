@@ -180,6 +180,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(distlock.ErrNotAcquired, err)
 	}
+	if err := l.checkServers(ctx, o.TTL); err != nil {
+		return nil, err
+	}
 	if !l.tryTakeSlot(key) {
 		return nil, fmt.Errorf("%w: redlock: try-acquire %q: %w", distlock.ErrNotAcquired, key, errLocallyHeld)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -31,6 +32,9 @@ type node struct {
 	closed bool
 
 	releases releaseRetrier // releases to send again (release.go)
+
+	judged     atomic.Bool  // its eviction settings were read and found safe (serverconf.go)
+	judgeAfter atomic.Int64 // unreachable when they were to be read: not before this (Unix ns)
 }
 
 // get returns an idle connection, or nil.

@@ -77,6 +77,15 @@ type Options struct {
 	// wake-up of a release before it tries again (it also tries again when
 	// the holder's TTL runs out). Default DefaultPollInterval (1 s).
 	PollInterval time.Duration
+
+	// AllowEviction lets the Locker use nodes that may evict keys when
+	// their memory is full (a maxmemory limit with a policy other than
+	// noeviction), which can delete a held lock or a fence counter.
+	// Default false: an acquisition reads each node's settings once
+	// (CONFIG GET maxmemory*) and fails with an error matching
+	// distlock.ErrInvalidArgument while a node may evict. A node that
+	// refuses CONFIG is not judged.
+	AllowEviction bool
 }
 
 // resolve returns o with defaults applied, or an error matching

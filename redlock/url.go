@@ -37,13 +37,14 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 	}
 	p := urlopt.New(u)
 	opts := Options{
-		Lock:         p.LockOptions(),
-		NodeTimeout:  p.Duration("node_timeout", 0),
-		DriftFactor:  p.Float("drift_factor", 0.01),
-		DriftFixed:   p.Duration("drift_fixed", 2e6),
-		DialTimeout:  p.Duration("dial_timeout", DefaultDialTimeout),
-		Prefix:       p.String("prefix", ""),
-		PollInterval: p.Duration("poll_interval", DefaultPollInterval),
+		Lock:          p.LockOptions(),
+		NodeTimeout:   p.Duration("node_timeout", 0),
+		DriftFactor:   p.Float("drift_factor", 0.01),
+		DriftFixed:    p.Duration("drift_fixed", 2e6),
+		DialTimeout:   p.Duration("dial_timeout", DefaultDialTimeout),
+		Prefix:        p.String("prefix", ""),
+		PollInterval:  p.Duration("poll_interval", DefaultPollInterval),
+		AllowEviction: p.Bool("allow_eviction", false),
 	}
 	if err := p.Done(); err != nil {
 		return nil, err

@@ -107,6 +107,9 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 		return nil, distlock.ErrClosed
 	}
 	defer l.wg.Done()
+	if err := l.checkServers(ctx, o.TTL); err != nil {
+		return nil, err
+	}
 	if err := l.takeSlot(ctx, key); err != nil {
 		return nil, err
 	}

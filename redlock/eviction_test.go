@@ -1,0 +1,72 @@
+package redlock_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/redlock"
+	"github.com/distlock/distlock/testbed"
+)
+
+// TestEvictingNode: a node that may evict keys (maxmemory with
+// allkeys-lru) makes every acquisition fail with ErrInvalidArgument naming
+// the node, the policy and both fixes, writing nothing; AllowEviction and
+// allow_eviction=true accept it; once the setting is fixed, the Locker
+// acquires.
+func TestEvictingNode(t *testing.T) {
+	testbed.RequireDocker(t)
+	safe := testbed.StartRedis(t, 2, testbed.RedisOptions{})
+	risky := testbed.StartRedis(t, 1, testbed.RedisOptions{
+		Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"},
+	})[0]
+	addrs := []string{safe[0].Addr(), safe[1].Addr(), risky.Addr()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	l, err := redlock.New(addrs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	key := uniqueKey(t)
+	_, err = l.TryAcquire(ctx, key)
+	wantErr(t, err, distlock.ErrInvalidArgument)
+	for _, part := range []string{risky.Addr(), "volatile-lru", "noeviction", "AllowEviction", "allow_eviction=true"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Fatalf("error %q does not name %q", err, part)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error is not one line: %q", err)
+	}
+	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = l.Acquire(actx, key)
+	acancel()
+	wantErr(t, err, distlock.ErrInvalidArgument)
+	for i, n := range append(safe, risky) {
+		if k, _ := n.Admin().Keys(ctx, "*"+key+"*").Result(); len(k) > 0 {
+			t.Fatalf("node %d: a refused acquisition wrote %v", i, k)
+		}
+	}
+
+	allowed, err := redlock.New(addrs, &redlock.Options{AllowEviction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allowed.Close()
+	mustRelease(t, mustAcquire(t, allowed, key))
+	byURL, err := distlock.Open(ctx, "redlock://"+strings.Join(addrs, ",")+"?allow_eviction=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byURL.Close()
+	mustRelease(t, mustAcquire(t, byURL, key))
+
+	if err := risky.Admin().ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, mustAcquire(t, l, key))
+}
