@@ -65,6 +65,13 @@ func (r callResult) notAcquired() bool {
 	return r.err != nil && errors.Is(r.err, distlock.ErrNotAcquired) && !errors.Is(r.err, distlock.ErrUnavailable)
 }
 
+// waitEnded reports whether r is how a blocking Acquire on a key held by
+// someone else ends: ErrNotAcquired, either plain or with the context's
+// deadline (then it may keep the last backend error, even ErrUnavailable).
+func (r callResult) waitEnded() bool {
+	return r.notAcquired() || (errors.Is(r.err, distlock.ErrNotAcquired) && errors.Is(r.err, context.DeadlineExceeded))
+}
+
 // String describes the outcome for a failure message, errors cut short.
 func (r callResult) String() string {
 	switch {
@@ -78,10 +85,12 @@ func (r callResult) String() string {
 	return fmt.Sprintf("returned after %v: %s", r.took.Round(time.Millisecond), cut(r.err.Error(), 200))
 }
 
-// cut shortens s to at most n bytes, marking the cut.
+// cut shortens s to about n bytes, keeping both ends (an error that
+// quotes a long key keeps its cause), marking the cut.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
+	head := n * 2 / 3
+	return s[:head] + fmt.Sprintf(" [%d bytes cut] ", len(s)-n) + s[len(s)-(n-head):]
 }
