@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -15,21 +14,6 @@ import (
 	"github.com/distlock/distlock/internal/retry"
 	"github.com/distlock/distlock/internal/validity"
 )
-
-// maxTTL is the longest TTL the server's timeout settings can express
-// (milliseconds in an int4).
-const maxTTL = math.MaxInt32 * time.Millisecond
-
-// msSetting is d as a milliseconds setting of the server holds it: whole
-// milliseconds, at least 1, at most an int4.
-func msSetting(d time.Duration) time.Duration {
-	return time.Duration(min(max(d.Milliseconds(), 1), math.MaxInt32)) * time.Millisecond
-}
-
-// msText renders d as the text of a milliseconds setting.
-func msText(d time.Duration) string {
-	return strconv.FormatInt(msSetting(d).Milliseconds(), 10)
-}
 
 // grantResult is what a lock statement returned.
 type grantResult struct {
@@ -245,7 +229,7 @@ func (l *Locker) lockStatement(ctx context.Context, c *conn, id int64, ttl time.
 	var pid int32
 	c.sent = time.Now()
 	if l.opts.Mode == ModeSession {
-		if c.timeout == msSetting(ttl) { // the session's idle timeout is the TTL already
+		if c.timeout == msSetting(ttl) { // the session's TTL settings are this TTL's already
 			q := l.sql.tryKept
 			if wait {
 				q = l.sql.waitKept
@@ -258,7 +242,7 @@ func (l *Locker) lockStatement(ctx context.Context, c *conn, id int64, ttl time.
 			q = l.sql.wait
 		}
 		var setting *string
-		err := c.QueryRow(ctx, q, id, msText(ttl)).Scan(&got, &fence, &pid, &setting)
+		err := c.QueryRow(ctx, q, append([]any{id}, ttlArgs(ttl)...)...).Scan(&got, &fence, &pid, &setting)
 		if err == nil && got {
 			c.setTimeout(ttl)
 		}
@@ -270,7 +254,7 @@ func (l *Locker) lockStatement(ctx context.Context, c *conn, id int64, ttl time.
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(l.sql.xsettings, msText(ttl))
+	b.Queue(l.sql.xsettings, ttlArgs(ttl)...)
 	b.Queue(q, id)
 	br := c.SendBatch(ctx, b)
 	_, err1 := br.Exec()
@@ -289,7 +273,7 @@ func (l *Locker) heartbeat(ctx context.Context, c *conn, ttl time.Duration, pid 
 	}
 	var p int32
 	var setting string
-	if err := c.QueryRow(ctx, q, msText(ttl)).Scan(&p, &setting); err != nil {
+	if err := c.QueryRow(ctx, q, ttlArgs(ttl)...).Scan(&p, &setting); err != nil {
 		return err
 	}
 	if uint32(p) != pid {

@@ -2,6 +2,7 @@ package pgadvisory_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,3 +115,30 @@ var (
 	mustRelease = locktest.MustRelease
 	wantErr     = locktest.WantErr
 )
+
+// packetLocker returns a Locker that connects to the server through the
+// packet-level link named client (no proxy in the path: faults on it drop
+// packets in the server's network namespace), and the link. The URL has
+// no connect_timeout: the Locker's own bounds must hold. The Locker is
+// closed, after the link is healed, when the test ends.
+func (s *server) packetLocker(t testing.TB, client string, opts *pgadvisory.Options) (*pgadvisory.Locker, *testbed.PacketLink) {
+	t.Helper()
+	link := s.node.PacketLink(client)
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", testbed.PostgresUser, link.Addr(), testbed.PostgresDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := pgadvisory.New(cfg, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := link.Heal(ctx); err != nil {
+			t.Errorf("heal %s: %v", client, err)
+		}
+		_ = l.Close()
+	})
+	return l, link
+}

@@ -8,13 +8,15 @@ import (
 	"github.com/distlock/distlock/internal/stop"
 )
 
-// A session-mode lease sets its session's idle_session_timeout to the TTL
-// (so the server ends the session of a holder that stops heartbeating).
-// Setting it costs the server more than the lock itself: under 8 workers,
-// a set_config in the lock and another in the unlock cut throughput by
-// 13-15%. So a released connection keeps its lease's timeout in the pool,
-// and the next lease with the same TTL skips the setting. An idle
-// connection with a timeout must not sit idle until the server ends it:
+// A session-mode lease sets its session's TTL settings (timeouts.go:
+// idle_session_timeout, so the server ends the session of a holder that
+// stops heartbeating, and the TCP timeouts that must not end it sooner).
+// Setting them costs the server more than the lock itself: under 8
+// workers, a set_config in the lock and another in the unlock cut
+// throughput by 13-15%. So a released connection keeps its lease's
+// settings in the pool, and the next lease with the same TTL skips them.
+// An idle connection with a timeout must not sit idle until the server
+// ends it:
 //
 //   - get never hands out one idle for more than timeout - margin (the
 //     next statement must reach the server before its timeout);
@@ -25,8 +27,10 @@ import (
 // Idle time counts from when the last statement was sent (conn.sent),
 // which is before the server's idle clock started.
 
-// resetSQL clears the session's idle timeout of an idle pooled connection.
-const resetSQL = "SELECT set_config('idle_session_timeout', '0', false)"
+// resetSQL clears the TTL settings of an idle pooled connection: no idle
+// timeout, and the liveness settings of setupSQL.
+const resetSQL = "SELECT set_config('idle_session_timeout', '0', false) || set_config('tcp_user_timeout', '0', false) || " +
+	"set_config('tcp_keepalives_idle', '" + livenessKeepaliveIdle + "', false)"
 
 // resetTimeout bounds the sweep's reset statement.
 const resetTimeout = time.Second

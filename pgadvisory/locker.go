@@ -11,7 +11,11 @@
 //
 // The TTL is enforced by the server: each lease sets its session's
 // idle_session_timeout to the TTL, so a holder that stops heartbeating
-// (paused, partitioned) loses its session and its lock within the TTL.
+// (paused, partitioned) loses its session and its lock a TTL after the
+// server last heard from it. It also sets the session's TCP timeouts
+// (tcp_user_timeout, tcp_keepalives_idle) from the TTL, so that the
+// server's TCP stack does not end a partitioned holder's session, and free
+// its lock, before its validity has passed (see timeouts.go).
 // With WithAutoExtend the lease's watchdog heartbeats every TTL/3.
 // ValidUntil is the last confirmed heartbeat plus the TTL minus a drift
 // margin, and Done closes as soon as the server ends the session, the

@@ -25,8 +25,12 @@ const (
 	// its pinned connection; Release commits it. It works through
 	// PgBouncer in transaction pooling mode, which keeps one server
 	// connection for a transaction. The TTL is enforced by
-	// idle_in_transaction_session_timeout. Its fences are not durable
-	// across a server crash while held (see Guarantees).
+	// idle_in_transaction_session_timeout, with the TCP timeouts set from
+	// it for the transaction as in ModeSession. Behind a pooler those
+	// reach the pooler's server connection, not the client's: the
+	// pooler's own client-side timeouts (keepalive, TCP user timeout) must
+	// not end a silent client's transaction within the TTL. Its fences
+	// are not durable across a server crash while held (see Guarantees).
 	ModeTransaction
 )
 

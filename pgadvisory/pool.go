@@ -24,17 +24,18 @@ type conn struct {
 	*pgx.Conn
 	pid uint32 // pg_backend_pid() at set-up (session mode)
 	// timeout is the session's idle_session_timeout as our statements last
-	// set it (0: not set, or reset to 0). A connection keeps its lease's
-	// timeout when it returns to the pool, so the next lease with the same
-	// TTL need not set it again (see idle.go).
+	// set it with the other TTL settings (timeouts.go; 0: not set, or
+	// reset). A connection keeps its lease's settings when it returns to
+	// the pool, so the next lease with the same TTL need not set them
+	// again (see idle.go).
 	timeout time.Duration
 	// sent is when the last statement before the connection went idle was
 	// sent: the server's idle clock started later.
 	sent time.Time
 }
 
-// setTimeout records that the session's idle_session_timeout is now ttl
-// (as msText rendered it).
+// setTimeout records that the session's TTL settings are now ttl's (as
+// msText rendered it).
 func (c *conn) setTimeout(ttl time.Duration) { c.timeout = msSetting(ttl) }
 
 // close closes the connection (sending Terminate if it can). Closing ends
@@ -67,13 +68,20 @@ func newPool(cfg *pgx.ConnConfig, o Options) *pool {
 	return p
 }
 
+// livenessKeepaliveIdle is the tcp_keepalives_idle, in seconds, of a
+// session-mode connection that holds no lease's TTL settings: with 3
+// probes 1 s apart, the server ends such a session (a waiter or a pooled
+// connection whose client vanished) within seconds. A lease raises it to
+// its TTL (timeouts.go).
+const livenessKeepaliveIdle = "5"
+
 // setupSQL is run once on each new session-mode connection, as an unnamed
-// statement (a pooler may not keep named ones): it reads pg_backend_pid() and, only if that is the pid the
-// connection was opened with (no pooler in between), sets the session's
-// liveness settings, so a pooler's shared server connections are left
-// untouched.
+// statement (a pooler may not keep named ones): it reads pg_backend_pid()
+// and, only if that is the pid the connection was opened with (no pooler
+// in between), sets the session's liveness settings, so a pooler's shared
+// server connections are left untouched.
 func setupSQL(check time.Duration) string {
-	sets := "set_config('tcp_keepalives_idle', '5', false) || set_config('tcp_keepalives_interval', '1', false) || " +
+	sets := "set_config('tcp_keepalives_idle', '" + livenessKeepaliveIdle + "', false) || set_config('tcp_keepalives_interval', '1', false) || " +
 		"set_config('tcp_keepalives_count', '3', false)"
 	if check > 0 {
 		sets += " || set_config('client_connection_check_interval', '" + strconv.FormatInt(max(check.Milliseconds(), 1), 10) + "', false)"

@@ -226,7 +226,7 @@ func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, err
 	}
 	var pid int32
 	var setting string
-	err := s.c.QueryRow(ctx, q, msText(ttl)).Scan(&pid, &setting)
+	err := s.c.QueryRow(ctx, q, ttlArgs(ttl)...).Scan(&pid, &setting)
 	if err == nil && uint32(pid) != s.pid {
 		err = &PoolerError{ConnPID: s.pid, BackendPID: uint32(pid), Lease: true}
 	}

@@ -28,23 +28,23 @@ func newStatements(sequence string, check time.Duration) *statements {
 	ident := pgx.Identifier(strings.Split(sequence, ".")).Sanitize()
 	next := "nextval(" + quoteLiteral(ident) + ")"
 	return &statements{
-		// $1 lock ID, $2 idle_session_timeout in ms (text).
+		// $1 lock ID, $2 and $3 the TTL's settings (ttlArgs).
 		try: "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid(), " +
-			"CASE WHEN l.got THEN set_config('idle_session_timeout', $2, false) END FROM pg_try_advisory_lock($1) AS l(got)",
-		wait: "SELECT true, " + next + ", pg_backend_pid(), set_config('idle_session_timeout', $2, false) FROM pg_advisory_lock($1)",
+			"CASE WHEN l.got THEN " + ttlSettingsSQL("$2", "$3", false) + " END FROM pg_try_advisory_lock($1) AS l(got)",
+		wait: "SELECT true, " + next + ", pg_backend_pid(), " + ttlSettingsSQL("$2", "$3", false) + " FROM pg_advisory_lock($1)",
 		// $1 lock ID.
 		tryKept:  "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid() FROM pg_try_advisory_lock($1) AS l(got)",
 		waitKept: "SELECT true, " + next + ", pg_backend_pid() FROM pg_advisory_lock($1)",
-		// $1 idle_session_timeout in ms (text).
-		heartbeat: "SELECT pg_backend_pid(), set_config('idle_session_timeout', $1, false)",
+		// $1 and $2 the TTL's settings (ttlArgs).
+		heartbeat: "SELECT pg_backend_pid(), " + ttlSettingsSQL("$1", "$2", false),
 		// $1 lock ID. The session keeps its idle timeout (see idle.go).
 		unlock: "SELECT pg_advisory_unlock($1), pg_backend_pid()",
 
 		xtry:  "SELECT l.got, CASE WHEN l.got THEN " + next + " ELSE 0 END, pg_backend_pid() FROM pg_try_advisory_xact_lock($1) AS l(got)",
 		xwait: "SELECT true, " + next + ", pg_backend_pid() FROM pg_advisory_xact_lock($1)",
-		// $1 idle_in_transaction_session_timeout in ms (text).
+		// $1 and $2 the TTL's settings (ttlArgs).
 		xsettings:  xsettings(check),
-		xheartbeat: "SELECT pg_backend_pid(), set_config('idle_in_transaction_session_timeout', $1, true)",
+		xheartbeat: "SELECT pg_backend_pid(), " + ttlSettingsSQL("$1", "$2", true),
 
 		seqExists: "SELECT to_regclass(" + quoteLiteral(ident) + ") IS NOT NULL",
 		seqCreate: "CREATE SEQUENCE IF NOT EXISTS " + ident + " AS bigint",
@@ -52,11 +52,12 @@ func newStatements(sequence string, check time.Duration) *statements {
 	}
 }
 
-// xsettings sets the transaction's TTL ($1, ms) and, unless check <= 0,
-// its client connection check interval, both local to the transaction so
-// that a pooler's shared server connection keeps its own settings.
+// xsettings sets the transaction's TTL settings ($1 and $2, see ttlArgs)
+// and, unless check <= 0, its client connection check interval, all local
+// to the transaction so that a pooler's shared server connection keeps
+// its own settings.
 func xsettings(check time.Duration) string {
-	s := "SELECT set_config('idle_in_transaction_session_timeout', $1, true)"
+	s := "SELECT " + ttlSettingsSQL("$1", "$2", true)
 	if check > 0 {
 		s += ", set_config('client_connection_check_interval', '" + strconv.FormatInt(max(check.Milliseconds(), 1), 10) + "', true)"
 	}
