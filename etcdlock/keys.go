@@ -47,3 +47,8 @@ func isEntry(pfx string, k []byte) bool {
 	name := k[len(pfx):]
 	return len(name) > 0 && bytes.IndexByte(name, '/') < 0
 }
+
+// streamKeeperKey is the key the stream keeper watches (stream.go). No
+// lock writes it: every key of a lock ends with "/" and a name, and this
+// one has no "/" after the prefix.
+func (l *Locker) streamKeeperKey() string { return l.opts.Prefix + "\x00distlock-stream-keeper" }

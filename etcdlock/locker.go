@@ -6,9 +6,9 @@
 //
 // Keys: any non-empty byte string of at most MaxKeyLen bytes ("/", NUL
 // and invalid UTF-8 included). The lock of key k is the prefix
-// Options.Prefix+k+"/"; a client's
-// entry is that prefix followed by its etcd lease ID in hex, as Mutex
-// writes it. The entry with the lowest create revision holds the lock.
+// Options.Prefix+k+"/"; a client's entry is that prefix followed by its
+// etcd lease ID in hex, as Mutex writes it. The entry with the lowest
+// create revision holds the lock.
 // The entries of a lock are the keys directly under its prefix: the lock
 // of "p/42" lies under "p/" too, one level down, and the lock of "p"
 // skips its keys, so that "p" and "p/42" are independent locks (see

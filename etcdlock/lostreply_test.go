@@ -17,7 +17,7 @@ import (
 // whose reply was lost (the try failed) tries again and finds the entry
 // gone. If the lock was still held when Release began and a fresh
 // keepalive renews its lease, the lost try deleted the entry and the
-// Release succeeds (it used to report the lock lost, ErrKeyGone). When
+// Release succeeds (rather than report the lock lost, ErrKeyGone). When
 // the lock had been reported lost, or its etcd lease was revoked, the
 // Release still reports it gone, failed try or not.
 func TestReleaseReplyLost(t *testing.T) {

@@ -12,17 +12,12 @@ import (
 // The etcd client multiplexes the watches that carry the same metadata
 // over one gRPC stream per client, and closes that stream when its last
 // watch ends. A waiter watches its predecessor for one wait only, so
-// without anything else open every wait set up and tore down a stream on
-// both sides (a new HTTP/2 stream, and the member's per-stream goroutines
-// and watch stream). The Locker therefore keeps one idle watch open on
-// the stream its waits use, from its first wait until Close: the waits'
-// watches then come and go on a stream that stays. Under contention (8
-// Lockers on one key, B3, 8 s runs) it raised acquisitions/s from
-// 239-265 to 282-340.
-
-// streamKeeperKey is the key the stream keeper watches. No lock writes it:
-// an entry of a lock is Prefix + key + "/" + a lease ID, never this.
-func (l *Locker) streamKeeperKey() string { return l.opts.Prefix + "\x00distlock-stream-keeper" }
+// without anything else open every wait would set up and tear down a
+// stream on both sides (a new HTTP/2 stream, and the member's per-stream
+// goroutines and watch stream). The Locker therefore keeps one idle watch
+// open on the stream its waits use, from its first wait until Close: the
+// waits' watches then come and go on a stream that stays (bench B3
+// measures the hand-off rate under contention).
 
 // keeperRev is the revision the keeper's watch starts at: one no cluster
 // reaches. Such a watch is served with the synced ones and never reports
