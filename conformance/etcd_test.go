@@ -20,7 +20,7 @@ import (
 func guardedKey(key string) string { return "conformance-guarded/" + key }
 
 // TestEtcd runs the suite on a 3-member etcd cluster ("E3"), each client
-// reaching each member through its own proxy. Minority is the leader at
+// reaching each member over its own packet link. Minority is the leader at
 // start-up (S13 kills the leader, the harder case; the etcdlock tests also
 // kill a follower, with locks held and waiting), Majority the leader and
 // the next member. TTL 2 s: the server's minimum lease TTL with the
@@ -35,18 +35,13 @@ func TestEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := c.Client(t, "conformance-admin")
-	url := func(client string) string { return "etcd://" + strings.Join(c.Endpoints(client), ",") }
-	clientLinks := func(client string) links {
-		ls := make(links, len(c.Nodes))
-		for i, n := range c.Nodes {
-			ls[i] = n.Link(client)
-		}
-		return ls
-	}
 	servers := make([]conformance.Server, len(c.Nodes))
+	bare := make([]*testbed.Node, len(c.Nodes))
 	for i, n := range c.Nodes {
-		servers[i] = n
+		servers[i], bare[i] = n, n.Node
 	}
+	links := newLinkSet(t, bare...)
+	url := func(client string) string { return "etcd://" + strings.Join(links.addrs(client), ",") }
 	var mu sync.Mutex
 	var lockers []*etcdlock.Locker // for the guarded writes of their leases
 	entries := func(ctx context.Context, key string) ([]*clientv3.GetResponse, error) {
@@ -66,19 +61,12 @@ func TestEtcd(t *testing.T) {
 			}
 			return l, err
 		},
-		URL:      url,
-		Servers:  servers,
-		Minority: []int{ld},
-		Majority: []int{ld, (ld + 1) % len(c.Nodes)},
-		Links:    func(client string) conformance.Link { return clientLinks(client) },
-		ServerLinks: func(client string) []conformance.Link {
-			ls := clientLinks(client)
-			out := make([]conformance.Link, len(ls))
-			for i, l := range ls {
-				out[i] = l
-			}
-			return out
-		},
+		URL:         url,
+		Servers:     servers,
+		Minority:    []int{ld},
+		Majority:    []int{ld, (ld + 1) % len(c.Nodes)},
+		Links:       func(client string) conformance.Link { return links.links(client) },
+		ServerLinks: links.perServer,
 		// An operator revokes the holder's etcd lease (etcdctl lease revoke).
 		Revoke: func(ctx context.Context, key string) error {
 			rs, err := entries(ctx, key)

@@ -29,17 +29,24 @@ type Server interface {
 	Unpause(ctx context.Context) error
 }
 
-// Link is one client's network path to the servers (a proxy per
-// client-server link, grouped per client).
+// Link is one client's network path to the servers. Faults drop packets
+// in the servers' network namespaces (no proxy in the path): a black-holed
+// client and its servers see a dead peer exactly as after a real network
+// failure, with no ACK, reset or FIN, so each side's own keepalive and
+// retransmission timers decide. A latency client (LatencyClient) has a
+// user-space proxy per server in front of that path, which can delay its
+// traffic and also drops it at once when the link is cut. Each method
+// returns an error if the fault cannot be set.
 type Link interface {
 	// Blackhole silently drops traffic both ways; DropReplies only the
 	// servers' replies (requests still arrive: a lost reply); Heal
-	// restores both.
-	Blackhole()
-	DropReplies()
-	Heal()
-	// SetLatency delays traffic both ways.
-	SetLatency(d time.Duration)
+	// restores both, and removes latency.
+	Blackhole(ctx context.Context) error
+	DropReplies(ctx context.Context) error
+	Heal(ctx context.Context) error
+	// SetLatency delays traffic both ways; only a latency client's links
+	// can (it fails on the others).
+	SetLatency(ctx context.Context, d time.Duration) error
 }
 
 // Harness adapts a backend to the suite. Only Name and NewLocker are
@@ -49,7 +56,8 @@ type Harness struct {
 	Name string
 
 	// NewLocker opens a client. client names the client's network view,
-	// so Links(client) can cut or slow that client alone.
+	// so Links(client) can cut or slow that client alone; a name made by
+	// LatencyClient must reach the servers through latency proxies.
 	NewLocker func(ctx context.Context, client string) (distlock.Locker, error)
 
 	// URL returns a URL by which a worker process acting as client opens

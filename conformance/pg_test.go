@@ -20,12 +20,15 @@ import (
 )
 
 // TestPostgres runs the suite on Postgres advisory locks ("PG"): one
-// server, clients connected through per-client proxies, and a PgBouncer
+// server, each client connected over its own packet link, and a PgBouncer
 // in transaction pooling mode in front of it for S28.
 func TestPostgres(t *testing.T) {
 	testbed.RequireDocker(t)
 	pg, bouncer := testbed.StartPostgresBehindPgBouncer(t, testbed.PostgresOptions{}, "transaction")
-	url := func(client string) string { return pg.URL(client) + "&connect_timeout=2" }
+	links := newLinkSet(t, pg.Node)
+	url := func(client string) string {
+		return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=2", testbed.PostgresUser, links.addrs(client)[0], testbed.PostgresDB)
+	}
 	guard := fencing.SQLGuard{Table: "conformance_guarded", KeyColumn: "k", FenceColumn: "fence", ValueColumn: "v"}
 	if err := pg.Exec(context.Background(), guard.CreateTableSQL("text")); err != nil {
 		t.Fatal(err)
@@ -50,7 +53,7 @@ func TestPostgres(t *testing.T) {
 		URL:      url,
 		Servers:  []conformance.Server{pg},
 		Majority: []int{0},
-		Links:    func(client string) conformance.Link { return pg.Link(client) },
+		Links:    func(client string) conformance.Link { return links.links(client) },
 		// An operator ends the holder's session.
 		Revoke: func(ctx context.Context, key string) error {
 			return admin(ctx, func(c *pgx.Conn) error {

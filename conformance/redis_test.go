@@ -12,13 +12,15 @@ import (
 )
 
 // TestRedisSingle runs the suite on single Redis ("R1"): a primary with an
-// asynchronous replica, clients connected to the primary through per-client
-// proxies.
+// asynchronous replica, each client connected to the primary's address over
+// its own packet link. On failover the address moves to the promoted
+// replica, as a virtual IP would.
 func TestRedisSingle(t *testing.T) {
 	testbed.RequireDocker(t)
 	pair := testbed.StartRedisReplicated(t, testbed.RedisOptions{})
 	primary, replica := pair.Primary, pair.Replica
-	url := func(client string) string { return "redis://" + primary.Link(client).Addr() + "/0" }
+	links := newLinkSet(t, primary.Node)
+	url := func(client string) string { return "redis://" + links.addrs(client)[0] + "/0" }
 	conformance.Run(t, conformance.Harness{
 		Name: "R1",
 		Spec: "R1",
@@ -30,7 +32,7 @@ func TestRedisSingle(t *testing.T) {
 		Servers:  []conformance.Server{primary, replica},
 		Minority: []int{1}, // the replica: the primary keeps serving
 		Majority: []int{0}, // the primary
-		Links:    func(client string) conformance.Link { return primary.Link(client) },
+		Links:    func(client string) conformance.Link { return links.links(client) },
 		Revoke: func(ctx context.Context, key string) error {
 			return primary.Admin().Del(ctx, key).Err()
 		},
@@ -42,7 +44,10 @@ func TestRedisSingle(t *testing.T) {
 			if err := primary.Kill(ctx); err != nil {
 				return err
 			}
-			return pair.Promote(ctx)
+			if err := pair.Promote(ctx); err != nil {
+				return err
+			}
+			return primary.RoutePacketLinksTo(ctx, replica.Node)
 		},
 		// The old primary comes back empty as a primary and takes its
 		// clients back; the promoted replica stays a standalone master.
@@ -54,7 +59,7 @@ func TestRedisSingle(t *testing.T) {
 				return err
 			}
 			primary.RouteLinksTo(primary.Node)
-			return nil
+			return primary.RoutePacketLinksTo(ctx, primary.Node)
 		},
 		Commands: func(ctx context.Context) (int64, error) { return primary.Commands(ctx) },
 	})

@@ -13,55 +13,17 @@ import (
 	"github.com/distlock/distlock/testbed"
 )
 
-// links fans one fault out to a client's links to every node.
-type links []*testbed.Proxy
-
-func (ls links) Blackhole() {
-	for _, l := range ls {
-		l.Blackhole()
-	}
-}
-
-func (ls links) DropReplies() {
-	for _, l := range ls {
-		l.DropReplies()
-	}
-}
-
-func (ls links) Heal() {
-	for _, l := range ls {
-		l.Heal()
-	}
-}
-
-func (ls links) SetLatency(d time.Duration) {
-	for _, l := range ls {
-		l.SetLatency(d)
-	}
-}
-
 // redlockHarness is Redlock over five independent masters ("R5"), each
-// client reaching each node through its own proxy.
+// client reaching each node over its own packet link.
 func redlockHarness(t *testing.T, name string, opts testbed.RedisOptions) conformance.Harness {
 	nodes := testbed.StartRedis(t, 5, opts)
-	clientLinks := func(client string) links {
-		ls := make(links, len(nodes))
-		for i, n := range nodes {
-			ls[i] = n.Link(client)
-		}
-		return ls
-	}
-	url := func(client string) string {
-		addrs := make([]string, len(nodes))
-		for i, l := range clientLinks(client) {
-			addrs[i] = l.Addr()
-		}
-		return "redlock://" + strings.Join(addrs, ",")
-	}
 	servers := make([]conformance.Server, len(nodes))
+	bare := make([]*testbed.Node, len(nodes))
 	for i, n := range nodes {
-		servers[i] = n
+		servers[i], bare[i] = n, n.Node
 	}
+	links := newLinkSet(t, bare...)
+	url := func(client string) string { return "redlock://" + strings.Join(links.addrs(client), ",") }
 	return conformance.Harness{
 		Name: name,
 		Spec: "R5",
@@ -69,19 +31,12 @@ func redlockHarness(t *testing.T, name string, opts testbed.RedisOptions) confor
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			return distlock.Open(ctx, url(client))
 		},
-		URL:      url,
-		Servers:  servers,
-		Minority: []int{3, 4},
-		Majority: []int{0, 1, 2},
-		Links:    func(client string) conformance.Link { return clientLinks(client) },
-		ServerLinks: func(client string) []conformance.Link {
-			ls := clientLinks(client)
-			out := make([]conformance.Link, len(ls))
-			for i, l := range ls {
-				out[i] = l
-			}
-			return out
-		},
+		URL:         url,
+		Servers:     servers,
+		Minority:    []int{3, 4},
+		Majority:    []int{0, 1, 2},
+		Links:       func(client string) conformance.Link { return links.links(client) },
+		ServerLinks: links.perServer,
 		Revoke: func(ctx context.Context, key string) error { // an operator DELs it on a majority
 			for _, n := range nodes[:3] {
 				if err := n.Admin().Del(ctx, key).Err(); err != nil {

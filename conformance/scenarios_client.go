@@ -98,17 +98,17 @@ func needsLinks(g distlock.Guarantees, h *Harness) expectation {
 }
 
 // s10: the client stalls between sending the acquire and reading the
-// replies (link latency of TTL/3 each way, on a warmed connection): the
-// validity it gets must not count the time in flight, and a lease must
-// never be returned already expired.
+// replies (link latency of TTL/3 each way, on a warmed connection, through
+// a latency client's proxies): the validity it gets must not count the
+// time in flight, and a lease must never be returned already expired.
 func s10(e *env) observation {
-	a := e.local("a")
+	a := e.local(LatencyClient("a"))
 	// Warm up: connection set-up round trips are not the scenario.
 	if _, err := a.Acquire(e.ctx, e.key+"/warm", acquireReq{Try: true, TTL: e.ttl}); err == nil {
 		_ = a.Release(e.ctx)
 	}
-	link := e.h.Links("a")
-	defer link.Heal()
+	link := e.h.Links(LatencyClient("a"))
+	defer e.heal(link)
 	// TTL/3 each way first; backends with a per-server timeout below that
 	// (Redlock) refuse, so step down to TTL/100.
 	var g grant
@@ -118,7 +118,7 @@ func s10(e *env) observation {
 	// pipelined behind its requests) may still be crossing the slow link.
 	for step, l := range []time.Duration{e.ttl / 3, e.ttl / 100} {
 		lat = l
-		link.SetLatency(lat)
+		e.latency(link, lat)
 		if g, err = a.Acquire(withTimeout(e, 5*e.ttl), fmt.Sprintf("%s/%d", e.key, step), acquireReq{Try: true, TTL: e.ttl}); err == nil {
 			break
 		}
@@ -146,7 +146,7 @@ func s11(e *env) observation {
 	}
 	link := e.h.Links("a")
 	cut := time.Now()
-	link.Blackhole()
+	e.blackhole(link)
 	gb, err := b.Acquire(withTimeout(e, 3*e.ttl), e.key, acquireReq{TTL: e.ttl, RetryMax: 20 * time.Millisecond})
 	took := time.Since(cut)
 	if err == nil {
@@ -154,7 +154,7 @@ func s11(e *env) observation {
 		_ = b.Release(e.ctx)
 	}
 	sleepCtx(e.ctx, time.Until(cut.Add(3*e.ttl)))
-	link.Heal()
+	e.heal(link)
 	lost, lostAt := a.Lost()
 	_ = a.Release(e.ctx)
 	m := map[string]float64{"reacquire_s": took.Seconds()}
@@ -224,17 +224,18 @@ func s33(e *env) observation {
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // s22: the acquire path is slower than the TTL (link latency of 0.6 TTL
-// each way): the acquisition must fail rather than return a lease that is
-// already expired, and the key must be usable by others afterwards.
+// each way, through a latency client's proxies): the acquisition must fail
+// rather than return a lease that is already expired, and the key must be
+// usable by others afterwards.
 func s22(e *env) observation {
-	a, b := e.local("a"), e.local("b")
+	a, b := e.local(LatencyClient("a")), e.local("b")
 	if _, err := a.Acquire(e.ctx, e.key+"/warm", acquireReq{Try: true, TTL: e.ttl}); err == nil {
 		_ = a.Release(e.ctx)
 	}
-	link := e.h.Links("a")
-	link.SetLatency(e.ttl * 6 / 10)
+	link := e.h.Links(LatencyClient("a"))
+	e.latency(link, e.ttl*6/10)
 	g, err := a.Acquire(withTimeout(e, 5*e.ttl), e.key, acquireReq{Try: true, TTL: e.ttl})
-	link.Heal()
+	e.heal(link)
 	if err == nil {
 		bad := avViolation(g, acquireReq{Try: true, TTL: e.ttl})
 		_ = a.Release(e.ctx)
@@ -262,9 +263,9 @@ func s27(e *env) observation {
 	}
 	long := 10 * e.ttl
 	link := e.h.Links("a")
-	link.DropReplies()
+	e.dropReplies(link)
 	_, aerr := a.Acquire(withTimeout(e, e.ttl/2), e.key, acquireReq{Try: true, TTL: long})
-	link.Heal()
+	e.heal(link)
 	if aerr == nil {
 		_ = a.Release(e.ctx)
 		return observation{inconclusive: true, detail: "the acquire returned a lease although its reply was dropped"}

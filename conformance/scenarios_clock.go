@@ -97,11 +97,11 @@ func s21(e *env) observation {
 	}
 	link := e.h.Links("a")
 	cut := time.Now()
-	link.Blackhole()
+	e.blackhole(link)
 	bound := e.ttl + e.ttl/2 + 500*time.Millisecond
 	g, err := b.Acquire(withTimeout(e, 3*bound), e.key, acquireReq{TTL: e.ttl, RetryMax: 20 * time.Millisecond})
 	took := time.Since(cut)
-	link.Heal()
+	e.heal(link)
 	if err == nil {
 		e.section(b, g, time.Millisecond)
 		_ = b.Release(e.ctx)

@@ -114,12 +114,16 @@ func cutHolder(e *env) (string, observation) {
 	perServer := e.h.ServerLinks != nil && len(e.h.Servers) >= 3 && e.g.ToleratedFailures > 0
 	if perServer { // B never reaches server 0: cut before it connects
 		bl := e.h.ServerLinks("s35-b")
-		bl[0].Blackhole()
-		defer bl[0].Heal()
+		e.blackhole(bl[0])
+		defer e.heal(bl[0])
 	}
-	aLink := e.h.Links("s35-a")
-	defer aLink.Heal()
-	a, b := e.local("s35-a"), e.local("s35-b")
+	// A is a latency client: its requests in flight are dropped in its
+	// proxies at once (a packet-level cut takes effect only after an
+	// exec in each server's container), and each server also drops A's
+	// packets, so it sees a dead peer.
+	aLink := e.h.Links(LatencyClient("s35-a"))
+	defer e.heal(aLink)
+	a, b := e.local(LatencyClient("s35-a")), e.local("s35-b")
 	if _, err := a.Acquire(e.ctx, e.key+"-warm", acquireReq{Try: true, TTL: e.ttl}); err == nil {
 		_ = a.Release(e.ctx) // connection set-up is not the scenario
 	}
@@ -163,18 +167,18 @@ func cutOnce(e *env, key string, a, b contender, aLink Link) observation {
 // cut off as soon as Acquire returns; B acquires key after A's lease
 // ended; A is healed and releases. It returns A's grant and the judgement.
 func cutRound(e *env, key string, a, b contender, aLink Link) (grant, observation) {
-	aLink.SetLatency(min(10*time.Millisecond, e.ttl/50))
+	e.latency(aLink, min(10*time.Millisecond, e.ttl/50))
 	ga, err := a.Acquire(withTimeout(e, 5*e.ttl), key, acquireReq{Try: true, TTL: e.ttl})
-	aLink.Blackhole()
+	e.blackhole(aLink)
 	if err != nil {
-		aLink.Heal()
+		e.heal(aLink)
 		return ga, observation{inconclusive: true, detail: fmt.Sprintf("A could not acquire over the slowed links: %v", err)}
 	}
 	gb, berr := b.Acquire(withTimeout(e, 5*e.ttl), key, acquireReq{TTL: e.ttl, RetryMax: 20 * time.Millisecond})
 	if berr == nil {
 		_ = b.Release(e.ctx)
 	}
-	aLink.Heal()
+	e.heal(aLink)
 	_ = a.Release(e.ctx)
 	if berr != nil {
 		return ga, unrelatedObs("DF: B never acquired after A was cut off: %v", berr)

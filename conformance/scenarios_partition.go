@@ -35,19 +35,13 @@ func s19(e *env) observation {
 		e.t.Fatalf("leader: %v", err)
 	}
 	aLinks, bLinks := e.h.ServerLinks("s19-a"), e.h.ServerLinks("s19-b")
-	defer func() {
-		for i := range aLinks {
-			aLinks[i].Heal()
-			bLinks[i].Heal()
-		}
-	}()
 	// Cut before the clients connect, so they never count on the cut links.
 	for i := range aLinks {
 		if i != ld {
-			aLinks[i].Blackhole()
+			e.blackhole(aLinks[i])
 		}
 	}
-	bLinks[ld].Blackhole()
+	e.blackhole(bLinks[ld])
 	a, b := e.local("s19-a"), e.local("s19-b")
 	ga, err := a.Acquire(withTimeout(e, 10*e.ttl), e.key, acquireReq{TTL: e.ttl, AutoExtend: time.Hour})
 	if err != nil {

@@ -205,12 +205,12 @@ func bareMajorityRestart(e *env) observation {
 	aLinks, bLinks := e.h.ServerLinks("a"), e.h.ServerLinks("b")
 	for i, l := range aLinks {
 		if !inA[i] {
-			l.Blackhole()
+			e.blackhole(l)
 		}
 	}
 	_, err := a.Acquire(e.ctx, e.key, acquireReq{Try: true, TTL: 10 * e.ttl})
 	for _, l := range aLinks {
-		l.Heal()
+		e.heal(l)
 	}
 	if err != nil {
 		e.t.Fatalf("acquire on a bare majority: %v", err)
@@ -219,11 +219,11 @@ func bareMajorityRestart(e *env) observation {
 	e.kill([]int{restarted})
 	e.start([]int{restarted})
 	for _, i := range e.h.Majority[1:] {
-		bLinks[i].Blackhole()
+		e.blackhole(bLinks[i])
 	}
 	me, detail := e.takeOver(a, b, 2*e.ttl, func() {
 		for _, l := range bLinks {
-			l.Heal()
+			e.heal(l)
 		}
 	})
 	return observation{held: me, detail: fmt.Sprintf("A held servers %v; %s restarted; %s", e.h.Majority, e.h.Servers[restarted].Name(), detail)}
@@ -373,21 +373,16 @@ func s24(e *env) observation {
 	const n = 5
 	cs := make([]contender, n)
 	for i := range cs {
-		client := fmt.Sprint("split", i)
+		client := LatencyClient(fmt.Sprint("split", i))
 		cs[i] = e.local(client)
 		if _, err := cs[i].Acquire(e.ctx, fmt.Sprintf("%s/warm%d", e.key, i), acquireReq{Try: true, TTL: e.ttl}); err == nil {
 			_ = cs[i].Release(e.ctx) // connections set up before the race
 		}
 		for j, l := range e.h.ServerLinks(client) {
 			if j != i%len(e.h.Servers) && j != (i+1)%len(e.h.Servers) {
-				l.SetLatency(20 * time.Millisecond)
+				e.latency(l, 20*time.Millisecond)
 			}
 		}
-		defer func(client string) {
-			for _, l := range e.h.ServerLinks(client) {
-				l.Heal()
-			}
-		}(client)
 	}
 	start := time.Now()
 	var first time.Duration

@@ -50,7 +50,7 @@ func s26(e *env) observation {
 	sleepCtx(e.ctx, e.ttl/2) // W is queued
 	link := e.h.Links("w")
 	cut := time.Now()
-	link.Blackhole()
+	e.blackhole(link)
 	var r result
 	returned := false
 	select {
@@ -58,7 +58,7 @@ func s26(e *env) observation {
 		returned = true
 	case <-time.After(4 * e.ttl):
 	}
-	link.Heal()
+	e.heal(link)
 	if !returned {
 		r = <-done // bounded by its 10-TTL context
 	}

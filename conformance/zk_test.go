@@ -18,33 +18,6 @@ import (
 	"github.com/distlock/distlock/zklock"
 )
 
-// zkLinks fans one fault out to a client's links to every server.
-type zkLinks []*testbed.Proxy
-
-func (ls zkLinks) Blackhole() {
-	for _, l := range ls {
-		l.Blackhole()
-	}
-}
-
-func (ls zkLinks) DropReplies() {
-	for _, l := range ls {
-		l.DropReplies()
-	}
-}
-
-func (ls zkLinks) Heal() {
-	for _, l := range ls {
-		l.Heal()
-	}
-}
-
-func (ls zkLinks) SetLatency(d time.Duration) {
-	for _, l := range ls {
-		l.SetLatency(d)
-	}
-}
-
 // zkRoles resolve the suite's servers to ensemble members by role when a
 // fault starts: Servers[0] is whichever member leads at that moment,
 // Servers[1] and [2] followers not taken by another role. So S13 kills
@@ -197,11 +170,16 @@ func (s *zkRole) clockJump(ctx context.Context, d time.Duration) error {
 }
 
 // TestZooKeeper runs the suite on a 3-server ZooKeeper 3.8 ensemble
-// ("Z3"), each client reaching each server through its own proxy.
+// ("Z3"), each client reaching each server over its own packet link.
 func TestZooKeeper(t *testing.T) {
 	testbed.RequireDocker(t)
 	ens := testbed.StartZooKeeperEnsemble(t, 3, testbed.ZooKeeperOptions{})
-	url := func(client string) string { return "zk://" + ens.ConnectString(client) }
+	bare := make([]*testbed.Node, len(ens.Nodes))
+	for i, n := range ens.Nodes {
+		bare[i] = n.Node
+	}
+	links := newLinkSet(t, bare...)
+	url := func(client string) string { return "zk://" + strings.Join(links.addrs(client), ",") }
 	admin, err := zklock.New(ens.Addrs("admin"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -239,9 +217,7 @@ func TestZooKeeper(t *testing.T) {
 		Servers:  servers,
 		Minority: []int{0},    // the leader
 		Majority: []int{0, 1}, // the leader and a follower
-		Links: func(client string) conformance.Link {
-			return zkLinks(ens.Links(client))
-		},
+		Links:    func(client string) conformance.Link { return links.links(client) },
 		// An operator deletes the holder's node (the lowest sequence).
 		Revoke: func(ctx context.Context, key string) error {
 			p := admin.Path(key)
