@@ -116,6 +116,7 @@ var catalogue = []scenario{
 	}, s33},
 	{"S34", "hostile keys: reserved names, prefixes, separators, NUL, non-UTF-8, 1 MiB", "ME, independent keys, refusal", always, s34},
 	{"S35", "holder stops right after acquiring; next holder after its lease ends", "FENCE", expectS35, s35},
+	{"S36", "follower partitioned with a client pinned to it; the majority grants the key", "ME LN", expectS36, s36},
 }
 
 // restartExpectation: a restart keeps exclusion if the lock state survives
