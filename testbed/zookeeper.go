@@ -41,8 +41,13 @@ const (
 type ZooKeeperOptions struct {
 	// TickTime is ZooKeeper's basic time unit. Default 250 ms. Sessions
 	// may last from MinSessionTimeout to MaxSessionTimeout whatever the
-	// tick; initLimit is 20 ticks and syncLimit 8.
+	// tick; initLimit is 20 ticks.
 	TickTime time.Duration
+	// SyncLimit is syncLimit, in ticks: how long a follower goes without
+	// word from its leader (and the leader without word from it) before
+	// it gives up, and so how long a follower cut off from the leader
+	// keeps serving its clients' reads. Default 8.
+	SyncLimit int
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
 	// the servers grant. Defaults 500 ms and 60 s.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
@@ -59,6 +64,9 @@ func (o ZooKeeperOptions) withDefaults() ZooKeeperOptions {
 	if o.TickTime == 0 {
 		o.TickTime = 250 * time.Millisecond
 	}
+	if o.SyncLimit == 0 {
+		o.SyncLimit = 8
+	}
 	if o.MinSessionTimeout == 0 {
 		o.MinSessionTimeout = 500 * time.Millisecond
 	}
@@ -74,7 +82,7 @@ func (o ZooKeeperOptions) withDefaults() ZooKeeperOptions {
 // config returns zoo.cfg for servers (the peers' names; one name: standalone).
 func (o ZooKeeperOptions) config(servers []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=20\nsyncLimit=8\n", o.TickTime.Milliseconds())
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=20\nsyncLimit=%d\n", o.TickTime.Milliseconds(), o.SyncLimit)
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", o.MinSessionTimeout.Milliseconds(), o.MaxSessionTimeout.Milliseconds())
 	b.WriteString("dataDir=/data\nclientPort=2181\n4lw.commands.whitelist=*\nadmin.enableServer=false\n")
 	if o.NoFsync {
@@ -123,7 +131,10 @@ type ZooKeeperNode struct {
 }
 
 // ZooKeeperEnsemble is n ZooKeeper servers forming one quorum on a private
-// Docker network, reachable from each other as "zk-0" to "zk-<n-1>".
+// Docker network, reachable from each other as "zk-0" to "zk-<n-1>". Each
+// container is also attached to Docker's default bridge, which carries
+// its published client port, so that Isolate cuts a server off from its
+// peers without cutting its clients off.
 type ZooKeeperEnsemble struct {
 	Nodes []*ZooKeeperNode
 	// Network is the name of the private Docker network.
@@ -181,7 +192,7 @@ func StartZooKeeperEnsemble(t testing.TB, n int, opts ZooKeeperOptions) *ZooKeep
 	}
 	o := opts.withDefaults()
 	image := Images.ZooKeeper.Resolve(t)
-	nw := newNetwork(t)
+	nw := newPeerNetwork(t)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("zk-%d", i)
@@ -190,7 +201,7 @@ func StartZooKeeperEnsemble(t testing.TB, n int, opts ZooKeeperOptions) *ZooKeep
 	specs := make([]nodeSpec, n)
 	for i := range specs {
 		specs[i] = zkSpec(names[i], image, i+1, conf, o)
-		specs[i].network, specs[i].aliases = nw, []string{names[i]}
+		specs[i].network, specs[i].aliases, specs[i].bridge = nw, []string{names[i]}, true
 	}
 	e := &ZooKeeperEnsemble{Network: nw.Name}
 	for _, node := range startNodes(t, specs) {

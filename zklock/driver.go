@@ -91,9 +91,17 @@ func (d *driver) checkExpiry() {
 // testHookBeforeExtend, set by tests only, runs at the start of Extend.
 var testHookBeforeExtend func(ctx context.Context)
 
-// Extend implements lease.Driver: it checks that the lock node still
-// exists (one read) and returns start + min(ttl, SafeFraction x session
-// timeout), start taken before the read. It never re-creates a node.
+// Extend implements lease.Driver: it checks through the leader that the
+// lock node still exists (a sync, then a read) and returns start +
+// min(ttl, SafeFraction x session timeout), start taken before the sync.
+// It never re-creates a node.
+//
+// A follower answers reads from its own copy, and goes on doing so for up
+// to syncLimit ticks after it lost the leader, while the leader, no longer
+// told that the session is alive, expires it and hands the key on. The
+// sync is forwarded to the leader and the read is answered after it, so
+// an extension succeeds only while the server reaches the leader, which
+// has the session alive and the node in place as of after start.
 func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	if testHookBeforeExtend != nil {
 		testHookBeforeExtend(ctx)
@@ -103,6 +111,9 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 	}
 	start := time.Now()
 	ok, err := call(d.l, ctx, func() (existsResult, error) {
+		if _, err := d.s.conn.Sync(d.path); err != nil {
+			return existsResult{}, err
+		}
 		ok, st, err := d.s.conn.Exists(d.path)
 		return existsResult{ok, st}, err
 	}, nil)

@@ -57,7 +57,16 @@ func AbandonedCreate(ctx context.Context, l *Locker, ttl time.Duration, sid int6
 	if s == nil {
 		return "", fmt.Errorf("no session for %v", ttl)
 	}
-	return l.create(ctx, s, view{sid: sid}, l.Path(key), token)
+	p, _, err := l.create(ctx, s, view{sid: sid}, l.Path(key), token)
+	return p, err
+}
+
+// SetHookBeforeRelist makes f run in every acquisition before each
+// listing of the queue but the first (after a wake-up), with the own
+// node's path; the returned func removes it.
+func SetHookBeforeRelist(f func(own string)) (restore func()) {
+	testHookBeforeRelist = f
+	return func() { testHookBeforeRelist = nil }
 }
 
 // SetHookBeforeExtend makes f run at the start of every extension's

@@ -40,12 +40,16 @@
 //
 // Validity, in Curator's terms: a lost connection suspends the lease and
 // an expired session loses it. A lease's ValidUntil is the start of the
-// last request that confirmed the node (the acquisition's listing, each
-// extension's read) plus min(TTL, SafeFraction x negotiated timeout): the
-// ensemble cannot expire the session before that. Extensions (Extend, or
-// the watchdog of WithAutoExtend every third of that) read the node; while
-// disconnected they fail and the lease runs out on its own, before the
-// session can expire. Done fires when the validity runs out, when the
+// last request that confirmed the node through the leader (the
+// acquisition's create or a sync, followed by the listing; each
+// extension's sync, followed by a read of the node) plus min(TTL,
+// SafeFraction x negotiated timeout): the ensemble cannot expire the
+// session before that. A read alone would not do: a follower cut off from
+// the leader answers reads from its own copy for up to syncLimit ticks
+// while the leader expires the session. Extensions (Extend, or the
+// watchdog of WithAutoExtend every third of that) fail while disconnected
+// or while the server cannot reach the leader, and the lease runs out on
+// its own, before the session can expire. Done fires when the validity runs out, when the
 // node's deletion is seen (a watch on the own node: an operator deleting
 // it revokes the lease), or when the session is known or presumed expired
 // (no byte from any server for a whole session timeout). A lease that runs
@@ -258,7 +262,8 @@ func (l *Locker) begin(key string, opts []distlock.Option) (*session, distlock.O
 
 // TryAcquire implements distlock.Locker: create the node, list the queue,
 // and delete the node again unless it is first (three requests when held
-// by someone else, two and a read of the own node when free). It waits for
+// by someone else, two and a read of the own node when free; the create
+// goes through the leader, so the listing needs no sync). It waits for
 // a session at most Options.ConnectTimeout when ctx has no deadline. When
 // ctx ends first, the error matches distlock.ErrNotAcquired, ctx.Err() and
 // context.Cause(ctx). An empty key or one longer than MaxKeyLen returns an error matching

@@ -12,13 +12,15 @@ import (
 // Defaults of Options.
 const (
 	// DefaultSafeFraction is the part of the session timeout a lease may
-	// count on after the last request the ensemble answered. The server
-	// expires a session a full timeout after it last heard from it, but a
+	// count on after the start of the last request that confirmed it
+	// through the leader (see the package documentation). The leader
+	// expires a session a full timeout after it last heard of it, but a
 	// follower relays that a session is alive to the leader only on its
 	// next tick, and the client pings every third of the timeout: if the
-	// follower dies in between, the leader's last word can be a third of
-	// the timeout (plus a tick) older than our last answer. 0.6 keeps
-	// clear of 2/3 minus half a tick for timeouts of 20 ticks and more.
+	// follower dies or is cut off in between, the leader's last word can
+	// be a third of the timeout (plus a tick) older than that request.
+	// 0.6 keeps clear of 2/3 minus half a tick for timeouts of 20 ticks
+	// and more.
 	DefaultSafeFraction = 0.6
 
 	// DefaultConnectTimeout bounds how long TryAcquire (and any call

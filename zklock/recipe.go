@@ -26,6 +26,13 @@ import (
 //     watches only the node just before its own (no herd, FIFO) and goes
 //     back to 3 when it is deleted.
 //
+// The listing that grants the key follows a request that went through the
+// leader: the create (first listing) or a sync (every later one). A
+// follower cut off from the leader answers reads from its own copy until
+// it gives up on the leader (syncLimit ticks), while the leader may expire
+// the session and grant the key elsewhere; the lease's validity counts
+// from the start of that request, when the leader still had the session.
+//
 // Every way out without a lease deletes the own node: at once if the
 // caller's context allows, else through the janitor.
 
@@ -41,12 +48,12 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 	}
 	parent := l.Path(key)
 	token := lease.NewToken()
-	own, err := l.create(ctx, s, v, parent, token)
+	own, created, err := l.create(ctx, s, v, parent, token)
 	if err != nil {
 		return nil, err
 	}
 	s.expect(own) // before the watched read of own (see session.queued)
-	ls, err := l.queue(ctx, s, v, key, parent, own, token, o, wait)
+	ls, err := l.queue(ctx, s, v, key, parent, own, token, created, o, wait)
 	if err != nil {
 		s.unexpect(own)
 		l.remove(ctx, s, v, own)
@@ -54,19 +61,21 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 	return ls, err
 }
 
-// create makes our lock node, creating missing parents as containers.
-func (l *Locker) create(ctx context.Context, s *session, v view, parent, token string) (string, error) {
+// create makes our lock node, creating missing parents as containers. It
+// returns the node's path and the start of the create that made it.
+func (l *Locker) create(ctx context.Context, s *session, v view, parent, token string) (string, time.Time, error) {
 	want := parent + "/" + nodeName(token)
 	for try := 0; ; try++ {
+		start := time.Now()
 		p, err := call(l, ctx, func() (string, error) {
 			return s.conn.Create(want, nil, zk.FlagEphemeralSequential, l.opts.ACL)
 		}, func(p string, err error) { l.forget(s, parent, token, p, err) })
 		switch {
 		case err == nil:
-			return p, nil
+			return p, start, nil
 		case errors.Is(err, zk.ErrNoNode) && try < 5:
 			if err := l.makeParents(ctx, s, parent); err != nil {
-				return "", err
+				return "", time.Time{}, err
 			}
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			// Abandoned in flight. The janitor looks for the GUID now: its
@@ -75,10 +84,10 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 			// when the request returns, which can take until go-zookeeper
 			// gives the connection up).
 			l.cleanup(task{s: s, parent: parent, guid: token})
-			return "", wrap("create", err)
+			return "", time.Time{}, wrap("create", err)
 		default:
 			l.forget(s, parent, token, "", err)
-			return "", wrap("create", err)
+			return "", time.Time{}, wrap("create", err)
 		}
 	}
 }
@@ -140,8 +149,9 @@ type ownNode struct {
 	err   error
 }
 
-// queue runs steps 2 and 3 of the recipe for our node own.
-func (l *Locker) queue(ctx context.Context, s *session, v view, key, parent, own, token string, o distlock.Options, wait bool) (distlock.Lease, error) {
+// queue runs steps 2 and 3 of the recipe for our node own, created by a
+// request that started at created.
+func (l *Locker) queue(ctx context.Context, s *session, v view, key, parent, own, token string, created time.Time, o distlock.Options, wait bool) (distlock.Lease, error) {
 	ownc := make(chan ownNode, 1)
 	readOwn := func() {
 		_, st, ch, err := s.conn.GetW(own)
@@ -183,11 +193,29 @@ func (l *Locker) queue(ctx context.Context, s *session, v view, key, parent, own
 	name := path.Base(own)
 	var ownWatch <-chan zk.Event
 	watchSet := false
+	fresh := created // the first listing follows the create, which went through the leader
 	for {
 		if isClosed(v.ended) {
 			return nil, &SessionError{Key: key, Cause: s.why(v.ended)}
 		}
-		start := time.Now()
+		start := fresh
+		fresh = time.Time{}
+		if start.IsZero() {
+			if testHookBeforeRelist != nil {
+				testHookBeforeRelist(own)
+			}
+			start = time.Now()
+			_, err := call(l, ctx, func() (string, error) { return s.conn.Sync(parent) }, nil)
+			if transient(err) && ctx.Err() == nil {
+				if err := l.resume(ctx, s, v, key); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err != nil {
+				return nil, l.failed(ctx, s, v, key, "sync "+parent, err)
+			}
+		}
 		children, err := call(l, ctx, func() ([]string, error) {
 			c, _, err := s.conn.Children(parent)
 			return c, err
@@ -306,11 +334,15 @@ func (l *Locker) failed(ctx context.Context, s *session, v view, key, op string,
 	return wrap(op, err)
 }
 
+// testHookBeforeRelist, set by tests only, runs in queue before every
+// listing but the first (that is, before its sync).
+var testHookBeforeRelist func(own string)
+
 // testHookBeforeHold, set by tests only, runs in grant before hold.
 var testHookBeforeHold func(own string)
 
-// grant hands out the lease of our node, first in the queue as of the
-// listing that started at start.
+// grant hands out the lease of our node, first in the queue as of a
+// listing that followed a request through the leader started at start.
 func (l *Locker) grant(ctx context.Context, s *session, v view, key, own, token string, st *zk.Stat, start time.Time, o distlock.Options) (distlock.Lease, error) {
 	d := &driver{l: l, s: s, key: key, path: own, sid: v.sid, ended: v.ended, timeout: v.timeout, version: st.Version}
 	valid := d.validity(o.TTL)
