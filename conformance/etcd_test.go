@@ -106,8 +106,10 @@ func TestEtcd(t *testing.T) {
 			}
 			return string(resp.Kvs[0].Value), nil
 		},
-		Leader:  c.Leader,
-		Isolate: func(ctx context.Context, i int) error { return c.Nodes[i].Isolate(ctx) },
-		Rejoin:  func(ctx context.Context, i int) error { return c.Nodes[i].Rejoin(ctx) },
+		Leader: c.Leader,
+		// A member is cut off from the others at the packet level; its
+		// clients' links stay up.
+		Isolate: func(ctx context.Context, i int) error { return partition(ctx, bare, i, (*testbed.Node).CutPeer) },
+		Rejoin:  func(ctx context.Context, i int) error { return partition(ctx, bare, i, (*testbed.Node).HealPeer) },
 	})
 }

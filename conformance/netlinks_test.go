@@ -140,3 +140,16 @@ func (ls netLinks) each(ctx context.Context, f func(*testbed.PacketLink, context
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// partition applies op (CutPeer or HealPeer) between nodes[i] and every
+// other node.
+func partition(ctx context.Context, nodes []*testbed.Node, i int, op func(*testbed.Node, context.Context, *testbed.Node) error) error {
+	for j, o := range nodes {
+		if j != i {
+			if err := op(nodes[i], ctx, o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
