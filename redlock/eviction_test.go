@@ -52,6 +52,38 @@ func TestEvictingNode(t *testing.T) {
 		}
 	}
 
+	// A check cut short by the caller's context leaves the node unjudged
+	// for the next call.
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	_, _ = l.Acquire(cctx, key)
+	_, err = l.TryAcquire(ctx, key)
+	wantErr(t, err, distlock.ErrInvalidArgument)
+
+	// A node busy with a script answers BUSY, which judges nothing: once
+	// it is free, the next read (rejudgeAfter later) refuses it again.
+	if err := risky.Admin().ConfigSet(ctx, "busy-reply-threshold", "50").Err(); err != nil {
+		t.Fatal(err)
+	}
+	busy := make(chan error, 1)
+	go func() {
+		busy <- risky.Admin().Eval(ctx, `local t = redis.call('TIME'); local s = t[1] + t[2] / 1e6
+			repeat local n = redis.call('TIME') until n[1] + n[2] / 1e6 - s > 0.8
+			return 1`, nil).Err()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if ls, err := l.TryAcquire(ctx, key); err == nil { // the node is used unjudged
+		mustRelease(t, ls)
+	} else {
+		t.Logf("while the node runs a script: %v", err)
+	}
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	_, err = l.TryAcquire(ctx, key)
+	wantErr(t, err, distlock.ErrInvalidArgument)
+
 	allowed, err := redlock.New(addrs, &redlock.Options{AllowEviction: true})
 	if err != nil {
 		t.Fatal(err)

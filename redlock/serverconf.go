@@ -23,9 +23,10 @@ const rejudgeAfter = time.Second
 // the fixes. Each node's settings are read (CONFIG GET maxmemory*, one
 // round trip per node, in parallel, bounded by the node timeout of ttl)
 // until a read finds them safe or the node refuses CONFIG; from then on
-// that node costs no request. A node that cannot be reached is not judged:
-// Redlock tolerates a minority of nodes down, and the node is read again
-// by an acquisition rejudgeAfter later.
+// that node costs no request. The check is a best effort, so that a dead
+// node does not slow every acquisition: a node that cannot answer is not
+// judged (Redlock tolerates a minority of nodes down), and acquisitions
+// use it unjudged until one reads it rejudgeAfter later.
 func (l *Locker) checkServers(ctx context.Context, ttl time.Duration) error {
 	if l.opts.AllowEviction {
 		return nil
@@ -47,6 +48,8 @@ func (l *Locker) checkServers(ctx context.Context, ttl time.Duration) error {
 				n.judged.Store(true)
 			case err == nil: // unreachable
 				n.judgeAfter.Store(now.Add(rejudgeAfter).UnixNano())
+			case ctx.Err() != nil:
+				return // the acquisition ends with ctx; the node stays unjudged
 			}
 			if err != nil {
 				mu.Lock()
@@ -63,26 +66,30 @@ func (l *Locker) checkServers(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// judge reads the node's maxmemory settings by deadline. It reports safe when the
-// node never evicts keys or refuses CONFIG (it cannot be judged), and an
-// *redisconf.EvictionError when it may evict; an unreachable node is
-// neither (false, nil).
+// judge reads the node's maxmemory settings by deadline. It reports safe
+// when the node never evicts keys or refuses CONFIG (it cannot be judged),
+// and an *redisconf.EvictionError when it may evict; a node that cannot
+// answer now (unreachable, too slow, BUSY) is neither (false, nil), and a
+// read cut short by ctx returns ctx.Err().
 func (n *node) judge(ctx context.Context, deadline time.Time) (safe bool, err error) {
 	c := n.get()
 	if c == nil {
 		if c, err = n.dial(ctx, deadline, false); err != nil {
-			return false, nil
+			return false, ctx.Err()
 		}
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
 	replies, err := c.roundTrip(deadline, []string{"CONFIG", "GET", redisconf.Pattern})
-	interrupted := !stop()
+	if !stop() { // the caller's ctx ended: nothing was learnt about the node
+		n.discard(c)
+		return false, ctx.Err()
+	}
 	var se serverError
 	switch {
-	case errors.As(err, &se):
+	case errors.As(err, &se) && configRefused(se):
 		n.put(c)
-		return true, nil // CONFIG renamed, disabled or not allowed to this user
-	case err != nil || interrupted:
+		return true, nil
+	case err != nil:
 		n.discard(c)
 		return false, nil
 	}
@@ -99,6 +106,17 @@ func (n *node) judge(ctx context.Context, deadline time.Time) (safe bool, err er
 		return false, err
 	}
 	return true, nil
+}
+
+// configRefused reports whether an error reply to CONFIG GET says the
+// command is renamed, disabled or not allowed to this user (the node
+// cannot be judged), rather than that the node cannot answer now (BUSY,
+// LOADING, MASTERDOWN...).
+func configRefused(se serverError) bool {
+	msg := string(se)
+	return strings.HasPrefix(msg, "NOPERM") ||
+		strings.HasPrefix(msg, "ERR unknown command") ||
+		strings.HasPrefix(msg, "ERR unknown subcommand")
 }
 
 // oneLine puts the lines of a joined error on one line.
