@@ -241,8 +241,9 @@ func (l *Locker) detach(s *session, key string) {
 
 // retire stops new acquisitions from using s, after a write on key whose
 // outcome is unknown: a request stuck in a frozen member could still
-// create the key later. The session deletes such keys at each renewal and
-// is revoked (deleting every key on it) once nothing uses it.
+// create the key later. The session deletes the entries of such keys at
+// each renewal while it lives (see sweep) and is revoked (deleting every
+// key on it) once nothing uses it.
 func (l *Locker) retire(s *session, key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -358,30 +359,36 @@ func (s *session) renew() bool {
 	return true
 }
 
-// sweep deletes the tainted keys no acquisition uses any more.
+// sweep deletes the entries of the tainted keys no acquisition uses any
+// more, at every renewal for as long as the session lives: a write that
+// timed out may reach the server at any later time and create such an
+// entry again, which would then block its key while the session lives.
+// Deleting them is safe because a retired session takes no new keys, so
+// once a tainted key is unused, no entry of it on the session is anyone's.
+// The deletes go in transactions of at most sweepBatch operations, one try
+// each; a failed one is retried at the next renewal.
 func (s *session) sweep() {
 	l := s.l
 	l.mu.Lock()
-	var keys []string
+	var ops []clientv3.Op
 	for k := range s.tainted {
 		if !s.keys[k] {
-			keys = append(keys, k)
+			ops = append(ops, clientv3.OpDelete(l.etcdKey(k, s)))
 		}
 	}
 	l.mu.Unlock()
-	for _, k := range keys {
+	for len(ops) > 0 {
+		n := min(len(ops), sweepBatch)
 		ctx, cancel := context.WithTimeout(l.closing.Context(), l.opts.tryTimeout(s.ttl))
-		_, err := l.cli.Delete(ctx, l.etcdKey(k, s))
+		_, _ = l.cli.Txn(ctx).Then(ops[:n]...).Commit()
 		cancel()
-		if err == nil {
-			l.mu.Lock()
-			if !s.keys[k] {
-				delete(s.tainted, k)
-			}
-			l.mu.Unlock()
-		}
+		ops = ops[n:]
 	}
 }
+
+// sweepBatch is the most deletes sweep sends in one transaction (etcd's
+// default limit on the operations of a transaction is 128).
+const sweepBatch = 64
 
 // die ends the session with cause: waiters on it return, its locks are
 // lost (unless it just ran out of use), and with revoke the lease is
