@@ -139,5 +139,13 @@ func SetBeforeGrant(t testing.TB, f func()) {
 	t.Cleanup(func() { testHookBeforeGrant = nil })
 }
 
+// SetBeforeAttach makes f run in every grant after the lease is made and
+// before it is attached to its session (nil: none); the test's cleanup
+// removes it.
+func SetBeforeAttach(t testing.TB, f func()) {
+	testHookBeforeAttach = f
+	t.Cleanup(func() { testHookBeforeAttach = nil })
+}
+
 // SessionDone is closed when the lock's session (its etcd lease) dies.
 func (x *LockDriver) SessionDone() <-chan struct{} { return x.d.s.dead }

@@ -211,10 +211,11 @@ func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tri
 // grant makes the lease of an entry that holds the lock. Its validity is
 // the acquisition's start plus the TTL minus drift, capped by the
 // session's deadline (after the keepalive r, if one was sent for it). If
-// the session is dead by then, or dies while the lease is made, its etcd
-// lease and the entry with it are gone or going: grant hands out no lease
-// and returns an error matching ErrSessionExpired (and
-// distlock.ErrUnavailable) that wraps the session's cause.
+// the session is dead by then, or dies while the lease is made, grant
+// hands out no lease and returns an error matching ErrSessionExpired (and
+// distlock.ErrUnavailable) that wraps the session's cause; the entry went
+// with the etcd lease, or, if the session died because the Locker closed
+// (its etcd lease may live on), grant deletes it (see giveUp).
 func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int64, token string, start time.Time, o distlock.Options, r *round) (distlock.Lease, error) {
 	if testHookBeforeGrant != nil {
 		testHookBeforeGrant()
@@ -238,11 +239,14 @@ func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int6
 	if err != nil {
 		return nil, err
 	}
+	if testHookBeforeAttach != nil {
+		testHookBeforeAttach()
+	}
 	d.attach(ls, vu)
 	if err := s.err(); err != nil { // it died after the check above: attach reported the lease lost
 		d.finish()
 		d.forget()
-		l.detach(s, key)
+		l.giveUp(ctx, s, key, rev) // deletes the entry if the Locker closed (its lease may live on)
 		return nil, fmt.Errorf("%w: %w", ErrSessionExpired, err)
 	}
 	return ls, nil
@@ -335,3 +339,7 @@ var testHookDeleted func() error
 // testHookBeforeGrant, set by tests only (nil in production), runs at the
 // start of grant.
 var testHookBeforeGrant func()
+
+// testHookBeforeAttach, set by tests only (nil in production), runs in
+// grant after the lease is made, before it is attached to its session.
+var testHookBeforeAttach func()
