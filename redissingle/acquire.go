@@ -111,6 +111,12 @@ func (l *Locker) replicated(ctx context.Context, k keySet, token string, ttl tim
 // (ContextTimeoutEnabled), else by its read timeout. Callers hold a count
 // of l.wg.
 func (l *Locker) cleanup(k keySet, token, entry string, ttl time.Duration) {
+	l.cleanupThen(k, token, entry, ttl, nil)
+}
+
+// cleanupThen is cleanup, calling done (if not nil) once the script has
+// run.
+func (l *Locker) cleanupThen(k keySet, token, entry string, ttl time.Duration, done func()) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -120,6 +126,9 @@ func (l *Locker) cleanup(k keySet, token, entry string, ttl time.Duration) {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			err := l.scripts.cancel.Run(ctx, l.client, k.all(), token, entry).Err()
 			cancel()
+			if err == nil && done != nil {
+				done()
+			}
 			if err == nil || !errors.Is(wrap("clean-up", err), distlock.ErrUnavailable) || time.Now().Add(b.Next()).After(until) {
 				return
 			}

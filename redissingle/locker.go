@@ -32,10 +32,14 @@ type Locker struct {
 	mu      sync.Mutex
 	closed  bool
 	waiters map[string]*waiter // blocked Acquire calls, by waiter ID
-	nextID  uint64
-	sub     *subscriber // started by the first Acquire
-	subUp   bool        // the subscription is confirmed and unbroken
-	subGen  uint64      // incremented at every (re)subscription
+	leaving map[string]leaver  // waiters that gave up, until their clean-up has run (finish)
+	// leavingOrder is the IDs added to leaving, oldest first (at most
+	// maxLeaving; some may have left leaving already).
+	leavingOrder []string
+	nextID       uint64
+	sub          *subscriber // started by the first Acquire
+	subUp        bool        // the subscription is confirmed and unbroken
+	subGen       uint64      // incremented at every (re)subscription
 
 	wg        sync.WaitGroup // calls in flight, clean-ups, the subscriber
 	watchdogs lease.Group    // of the leases handed out; stopped by Close
@@ -76,6 +80,7 @@ func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
 		channel:  o.Prefix + "distlock:w:" + lease.NewToken(),
 		qttl:     3 * o.PollInterval.Milliseconds(),
 		waiters:  map[string]*waiter{},
+		leaving:  map[string]leaver{},
 		stop:     make(chan struct{}),
 	}
 	if cluster {

@@ -155,9 +155,12 @@ func (l *Locker) setSub(up bool) {
 }
 
 // deliver hands a notification "waiter|fence" to its waiter. One for a
-// waiter that has returned is dropped: it either took the key by polling,
-// or its clean-up (which runs after the hand-off, atomically) passes the
-// key on.
+// waiter that gave up and whose clean-up has not run (l.leaving) runs the
+// cancel script again for it: the hand-off wrote that waiter's token,
+// which the script replaces by a hand-off to the next waiter (or deletes).
+// Any other one is for a waiter that took the key by polling and holds
+// it, or whose clean-up ran and so passed the key on: it is dropped.
+// The subscriber, which calls it, holds a count of l.wg, as cleanup needs.
 func (l *Locker) deliver(payload string) {
 	id, f, ok := strings.Cut(payload, "|")
 	fence, err := strconv.ParseUint(f, 10, 64)
@@ -165,9 +168,16 @@ func (l *Locker) deliver(payload string) {
 		return
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if w := l.waiters[id]; w != nil {
 		w.handoff = fence
 		w.wake()
+		l.mu.Unlock()
+		return
+	}
+	lv, leaving := l.leaving[id]
+	delete(l.leaving, id)
+	l.mu.Unlock()
+	if leaving {
+		l.cleanup(lv.k, lv.token, "", lv.ttl)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -176,18 +177,46 @@ func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waite
 	return ls, err
 }
 
+// maxLeaving bounds Locker.leaving: beyond it the oldest records are
+// dropped, and a hand-off to one of those waiters waits for the next
+// waiter's poll.
+const maxLeaving = 1024
+
+// leaver is a waiter that gave up and may still be queued: its keys and
+// token, for passing on a hand-off that reaches it (see deliver).
+type leaver struct {
+	k     keySet
+	token string
+	ttl   time.Duration
+}
+
 // finish unregisters w when its Acquire returns; if it failed while it
 // may be queued or hold the key, a clean-up leaves the queue and passes
-// the key on.
+// the key on. Until that clean-up has run, w stays in l.leaving: its
+// entry may still be queued (the clean-up gives up once ttl has passed),
+// and deliver passes on a hand-off to it.
 func (l *Locker) finish(k keySet, w *waiter, failed bool, ttl time.Duration) {
 	l.mu.Lock()
 	delete(l.waiters, w.id)
 	handed := w.handoff != 0
+	clean := failed && (w.queued || handed)
+	if clean {
+		l.leaving[w.id] = leaver{k: k, token: w.token, ttl: ttl}
+		l.leavingOrder = append(l.leavingOrder, w.id)
+		if len(l.leavingOrder) > maxLeaving {
+			delete(l.leaving, l.leavingOrder[0])
+			l.leavingOrder = slices.Delete(l.leavingOrder, 0, 1)
+		}
+	}
 	l.mu.Unlock()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	if failed && (w.queued || handed) {
-		l.cleanup(k, w.token, w.entry, ttl)
+	if clean {
+		l.cleanupThen(k, w.token, w.entry, ttl, func() {
+			l.mu.Lock()
+			delete(l.leaving, w.id)
+			l.mu.Unlock()
+		})
 	}
 }
