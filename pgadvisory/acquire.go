@@ -34,6 +34,8 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		return nil, distlock.ErrClosed
 	}
 	defer l.wg.Done()
+	ctx, cancel := l.callContext(ctx)
+	defer cancel()
 	var last error
 	stale := 0 // pooled connections found ended for idleness
 	// since is the start of this attempt, or of the first of the attempts
@@ -41,6 +43,9 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 	// once: the validity counts from before the first request.
 	var since time.Time
 	for {
+		if l.isClosed() {
+			return nil, errors.Join(distlock.ErrClosed, last)
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), err, last)
 		}
@@ -92,6 +97,9 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 			continue // the lock was granted too late and given back: queue again
 		}
 		if werr := retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil); werr != nil {
+			if l.isClosed() {
+				return nil, errors.Join(distlock.ErrClosed, last)
+			}
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), werr, last)
 		}
 	}
@@ -174,7 +182,10 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 			return nil, wrap("wait for "+strconv.Quote(key), cut)
 		}
 	} else {
-		r, err = l.lockStatement(ctx, c, id, o.TTL, wait)
+		err = request(ctx, l.opts.RequestTimeout, func(ctx context.Context) error {
+			r, err = l.lockStatement(ctx, c, id, o.TTL, wait)
+			return err
+		})
 	}
 	if err != nil {
 		c.close()
@@ -182,7 +193,10 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 	}
 	if !r.got {
 		if l.opts.Mode == ModeTransaction {
-			if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+			if err := request(ctx, l.opts.RequestTimeout, func(ctx context.Context) error {
+				_, err := c.Exec(ctx, "ROLLBACK")
+				return err
+			}); err != nil {
 				c.close()
 				return nil, fmt.Errorf("%w: pgadvisory: key %q is held", distlock.ErrNotAcquired, key)
 			}
@@ -193,7 +207,10 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 	if l.opts.Mode == ModeSession && r.pid != c.pid {
 		// A pooler ran the lock on another server connection: end that
 		// one if we may, so the lock does not stay behind.
-		_, _ = c.Exec(context.WithoutCancel(ctx), "SELECT pg_terminate_backend($1)", int64(r.pid))
+		_ = request(context.WithoutCancel(ctx), l.opts.RequestTimeout, func(ctx context.Context) error {
+			_, err := c.Exec(ctx, "SELECT pg_terminate_backend($1)", int64(r.pid))
+			return err
+		})
 		c.close()
 		return nil, &PoolerError{ConnPID: c.pid, BackendPID: r.pid}
 	}
@@ -201,7 +218,9 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 		// A long wait: the server's idle clock started at the grant, not at
 		// the request. Confirm now so the validity counts from here.
 		start = time.Now()
-		if err := l.heartbeat(ctx, c, o.TTL, r.pid); err != nil {
+		if err := request(ctx, l.opts.RequestTimeout, func(ctx context.Context) error {
+			return l.heartbeat(ctx, c, o.TTL, r.pid)
+		}); err != nil {
 			c.close()
 			return nil, wrap("confirm after wait", errors.Join(err, errUnknown))
 		}

@@ -1,6 +1,7 @@
 package pgadvisory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -115,13 +116,16 @@ func pgError(err error) (*pgconn.PgError, bool) {
 
 // sessionEnded reports errors that prove the server session is gone: a
 // FATAL error (terminated by an administrator, idle timeout, shutdown) or
-// the connection closed under us.
+// the connection closed under us. A request that timed out or whose
+// context ended proves nothing.
 func sessionEnded(err error) bool {
 	if pe, ok := pgError(err); ok {
 		return pe.Severity == "FATAL" || pe.Severity == "PANIC"
 	}
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	switch {
+	case errors.As(err, &ne) && ne.Timeout(), pgconn.Timeout(err), errors.Is(err, errRequestTimeout),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
 	}
 	return err != nil

@@ -24,11 +24,16 @@ func (l *Locker) ensureFence(ctx context.Context, c *conn) error {
 		return nil
 	}
 	var exists bool
-	if err := c.QueryRow(ctx, l.sql.seqExists).Scan(&exists); err != nil {
+	if err := request(ctx, l.opts.RequestTimeout, func(ctx context.Context) error {
+		return c.QueryRow(ctx, l.sql.seqExists).Scan(&exists)
+	}); err != nil {
 		return wrap("look up the fence sequence", errors.Join(errNotQueued, err))
 	}
 	if !exists {
-		if _, err := c.Exec(ctx, l.sql.seqCreate); err != nil {
+		if err := request(ctx, l.opts.RequestTimeout, func(ctx context.Context) error {
+			_, err := c.Exec(ctx, l.sql.seqCreate)
+			return err
+		}); err != nil {
 			pe, ok := pgError(err)
 			switch {
 			case ok && (pe.Code == codeDuplicateTable || pe.Code == codeUniqueViolation):

@@ -32,7 +32,8 @@
 // URL: postgres://user:password@host:port/db?params or postgresql://...,
 // the pgx DSN plus the lock parameters ttl, autoextend, retry_min,
 // retry_max (every backend's), mode (session or transaction), namespace,
-// fence_sequence, max_idle and conn_check_interval (see Options). Other
+// fence_sequence, max_idle, conn_check_interval and request_timeout (see
+// Options). Other
 // parameters go to pgx (libpq keywords, server settings).
 package pgadvisory
 
@@ -48,6 +49,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/stop"
 )
 
 // Locker hands out leases on one Postgres server. It is safe for
@@ -63,6 +65,7 @@ type Locker struct {
 
 	mu      sync.Mutex
 	closed  bool
+	closing *stop.Signal       // fired by Close: ends the requests of calls in flight
 	waiting map[*conn]struct{} // connections of blocked Acquire calls
 	wg      sync.WaitGroup     // calls in flight
 
@@ -103,6 +106,7 @@ func New(cfg *pgx.ConnConfig, opts *Options) (*Locker, error) {
 		opts:    o,
 		sql:     newStatements(o.FenceSequence, o.ConnCheckInterval),
 		pool:    newPool(cfg, o),
+		closing: stop.New(),
 		waiting: map[*conn]struct{}{},
 	}, nil
 }
@@ -160,9 +164,9 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 }
 
 // TryAcquire implements distlock.Locker: one pg_try_advisory_lock with the
-// fence, one round trip. If the reply is lost or ctx ends in flight, the
-// error matches distlock.ErrUnavailable and the connection is closed,
-// which frees the lock if the attempt took it.
+// fence, one round trip. If no reply comes within Options.RequestTimeout
+// or ctx ends in flight, the error matches distlock.ErrUnavailable and
+// the connection is closed, which frees the lock if the attempt took it.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.opts.Lock.ResolveFor(key, opts...)
 	if err != nil {
@@ -199,11 +203,13 @@ func (l *Locker) TryAcquireID(ctx context.Context, id int64, opts ...distlock.Op
 	return l.acquire(ctx, strconv.FormatInt(id, 10), id, o, false)
 }
 
-// Close ends this Locker's blocked Acquire calls (they return ErrClosed;
-// their connections are closed, leaving the server's wait queue), waits
-// for the calls in flight, and closes the idle connections. Leases still
-// held keep their connections: they can still be extended and released,
-// and otherwise expire after their TTL (the server ends their sessions).
+// Close ends this Locker's acquisitions in flight at once: blocked
+// Acquire calls and TryAcquire calls return ErrClosed, their connections
+// closed (leaving the server's wait queue, freeing any lock a request in
+// flight took). It stops the leases' automatic extension, waits for the
+// calls in flight, and closes the idle connections. Leases still held
+// keep their connections: they can still be extended and released, and
+// otherwise expire after their TTL (the server ends their sessions).
 // Later calls return ErrClosed. Close is idempotent and returns nil.
 func (l *Locker) Close() error {
 	l.mu.Lock()
@@ -216,6 +222,7 @@ func (l *Locker) Close() error {
 		_ = c.PgConn().Conn().SetDeadline(past)
 	}
 	l.mu.Unlock()
+	l.closing.Fire()
 	l.watchdogs.Close()
 	l.wg.Wait()
 	l.pool.close()

@@ -71,6 +71,10 @@ const (
 	// its client is still connected, so an abandoned waiter leaves the
 	// queue within about this long.
 	DefaultConnCheckInterval = time.Second
+
+	// DefaultRequestTimeout bounds each request to the server when
+	// Options.RequestTimeout is 0.
+	DefaultRequestTimeout = 5 * time.Second
 )
 
 // Options configure a Locker. The zero value (or a nil *Options) gives the
@@ -109,6 +113,17 @@ type Options struct {
 	// on session-mode connections. Default DefaultConnCheckInterval;
 	// negative leaves the server's setting.
 	ConnCheckInterval time.Duration
+
+	// RequestTimeout bounds each request to the server when the call's
+	// context has no earlier deadline: connecting (with the connection's
+	// set-up), TryAcquire's lock statement, the fence set-up, Extend's
+	// heartbeat and Release's unlock. A request it ends fails with an
+	// error matching distlock.ErrUnavailable, its connection closed (so
+	// the server frees anything it may hold): a heartbeat so ended loses
+	// the lease (distlock.ErrLeaseLost too). A blocking Acquire's wait on
+	// the server is not bounded by it. Default DefaultRequestTimeout;
+	// it must be at least 1 ms.
+	RequestTimeout time.Duration
 }
 
 // resolve returns o with defaults applied, or an error matching
@@ -134,7 +149,12 @@ func (o *Options) resolve() (Options, error) {
 	if r.ConnCheckInterval == 0 {
 		r.ConnCheckInterval = DefaultConnCheckInterval
 	}
+	if r.RequestTimeout == 0 {
+		r.RequestTimeout = DefaultRequestTimeout
+	}
 	switch {
+	case r.RequestTimeout < time.Millisecond:
+		return Options{}, fmt.Errorf("%w: pgadvisory: request timeout %v: want at least 1ms (0 for the default, %v)", distlock.ErrInvalidArgument, r.RequestTimeout, DefaultRequestTimeout)
 	case r.Mode != ModeSession && r.Mode != ModeTransaction:
 		return Options{}, fmt.Errorf("%w: pgadvisory: unknown mode %d", distlock.ErrInvalidArgument, r.Mode)
 	case len(strings.Split(r.FenceSequence, ".")) > 2 || strings.HasPrefix(r.FenceSequence, ".") || strings.HasSuffix(r.FenceSequence, "."):

@@ -63,32 +63,34 @@ func TestPartitionedHolderKeepsExclusion(t *testing.T) {
 	defer wg.Wait()
 	for _, tc := range cases {
 		wg.Add(1)
-		go t.Run(tc.server+"/"+tc.name, func(t *testing.T) {
+		go func() {
 			defer wg.Done()
-			s := started[tc.server]
-			client := tc.server + "-" + tc.name
-			holder, link := s.packetLocker(t, client, &pgadvisory.Options{Mode: tc.mode})
-			other := s.locker(t, "other-"+client, &pgadvisory.Options{Mode: tc.mode})
-			key := uniqueKey(t)
-			ls := mustAcquire(t, holder, key, tc.opts...)
-			var doneAt atomic.Pointer[time.Time]
-			go func() {
-				<-ls.Done()
-				now := time.Now()
-				doneAt.Store(&now)
-			}()
-			wait := tc.fault(t, s, link, ls, key)
-			defer wait()
-			cut := time.Now()
-			claim := func() time.Time {
-				c := ls.ValidUntil()
-				if d := doneAt.Load(); d != nil && d.Before(c) {
-					c = *d
+			t.Run(tc.server+"/"+tc.name, func(t *testing.T) {
+				s := started[tc.server]
+				client := tc.server + "-" + tc.name
+				holder, link := s.packetLocker(t, client, &pgadvisory.Options{Mode: tc.mode})
+				other := s.locker(t, "other-"+client, &pgadvisory.Options{Mode: tc.mode})
+				key := uniqueKey(t)
+				ls := mustAcquire(t, holder, key, tc.opts...)
+				var doneAt atomic.Pointer[time.Time]
+				go func() {
+					<-ls.Done()
+					now := time.Now()
+					doneAt.Store(&now)
+				}()
+				wait := tc.fault(t, s, link, ls, key)
+				defer wait()
+				cut := time.Now()
+				claim := func() time.Time {
+					c := ls.ValidUntil()
+					if d := doneAt.Load(); d != nil && d.Before(c) {
+						c = *d
+					}
+					return c
 				}
-				return c
-			}
-			grantedAfterClaim(t, other, key, cut, claim)
-		})
+				grantedAfterClaim(t, other, key, cut, claim)
+			})
+		}()
 	}
 }
 

@@ -52,7 +52,8 @@ type pool struct {
 	cfg     *pgx.ConnConfig
 	mode    Mode
 	maxIdle int
-	setup   string // session-mode set-up statement, "" for none
+	setup   string        // session-mode set-up statement, "" for none
+	timeout time.Duration // bounds connecting with the set-up (Options.RequestTimeout)
 
 	mu     sync.Mutex
 	idle   []*conn
@@ -61,7 +62,7 @@ type pool struct {
 }
 
 func newPool(cfg *pgx.ConnConfig, o Options) *pool {
-	p := &pool{cfg: cfg, mode: o.Mode, maxIdle: max(o.MaxIdle, 0), sweep: sweeper{stopping: stop.New()}}
+	p := &pool{cfg: cfg, mode: o.Mode, maxIdle: max(o.MaxIdle, 0), timeout: o.RequestTimeout, sweep: sweeper{stopping: stop.New()}}
 	if o.Mode == ModeSession {
 		p.setup = setupSQL(o.ConnCheckInterval)
 	}
@@ -151,25 +152,37 @@ func (p *pool) close() {
 }
 
 // dial opens a connection and, in session mode, checks that no pooler
-// stands between it and the server.
+// stands between it and the server: one request, bounded by p.timeout.
 func (p *pool) dial(ctx context.Context) (*conn, error) {
-	pc, err := pgx.ConnectConfig(ctx, p.cfg)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = errors.Join(err, context.Cause(ctx))
+	var c *conn
+	var pid int64
+	step := "connect"
+	err := request(ctx, p.timeout, func(ctx context.Context) error {
+		pc, err := pgx.ConnectConfig(ctx, p.cfg)
+		if err != nil {
+			return err
 		}
-		return nil, wrap("connect", errors.Join(errNotQueued, err))
+		c = &conn{Conn: pc}
+		if p.setup == "" {
+			return nil
+		}
+		step = "connection set-up"
+		var ignored *string
+		return pc.QueryRow(ctx, p.setup, pgx.QueryExecModeExec, int64(pc.PgConn().PID())).Scan(&pid, &ignored)
+	})
+	if err != nil {
+		if c != nil {
+			c.close()
+		}
+		if ctx.Err() != nil {
+			err = errors.Join(err, ctxError(ctx))
+		}
+		return nil, wrap(step, errors.Join(errNotQueued, err))
 	}
-	c := &conn{Conn: pc}
 	if p.setup == "" {
 		return c, nil
 	}
-	var pid int64
-	var ignored *string
-	if err := pc.QueryRow(ctx, p.setup, pgx.QueryExecModeExec, int64(pc.PgConn().PID())).Scan(&pid, &ignored); err != nil {
-		c.close()
-		return nil, wrap("connection set-up", errors.Join(errNotQueued, err))
-	}
+	pc := c.Conn
 	if uint32(pid) != pc.PgConn().PID() {
 		c.close()
 		return nil, &PoolerError{ConnPID: pc.PgConn().PID(), BackendPID: uint32(pid)}

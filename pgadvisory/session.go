@@ -169,6 +169,20 @@ func (s *session) end(cause error) {
 	}
 }
 
+// lose reports the lease lost with cause, before a request that will
+// close the connection is interrupted (see guard).
+func (s *session) lose(cause error) {
+	s.vmu.Lock()
+	if s.lost == nil {
+		s.lost = cause
+	}
+	ls := s.ls
+	s.vmu.Unlock()
+	if ls != nil {
+		ls.Lose(cause)
+	}
+}
+
 // lostCause says why the session ended.
 func (s *session) lostCause() error {
 	s.vmu.Lock()
@@ -212,7 +226,9 @@ func (s *session) give() { s.arm() }
 // idle timeout to ttl and checks that the same backend still holds the
 // session. Any failure closes the connection (which frees the lock) and
 // reports the lease lost: a heartbeat whose outcome is unknown cannot be
-// trusted to have kept the lock.
+// trusted to have kept the lock. A heartbeat that ctx or the request
+// timeout ends reports the lease lost first (see guard); its error
+// matches distlock.ErrLeaseLost and distlock.ErrUnavailable.
 func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -226,7 +242,15 @@ func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, err
 	}
 	var pid int32
 	var setting string
-	err := s.c.QueryRow(ctx, q, ttlArgs(ttl)...).Scan(&pid, &setting)
+	hctx, done := s.guard(ctx)
+	err := s.c.QueryRow(hctx, q, ttlArgs(ttl)...).Scan(&pid, &setting)
+	if why := done(); why != nil {
+		// Reported lost before the connection was closed: even a reply
+		// that came in time is not trusted.
+		s.end(nil)
+		return time.Time{}, fmt.Errorf("%w: %w: pgadvisory: heartbeat of %q: %w (connection closed, freeing the lock)",
+			distlock.ErrLeaseLost, distlock.ErrUnavailable, s.key, why)
+	}
 	if err == nil && uint32(pid) != s.pid {
 		err = &PoolerError{ConnPID: s.pid, BackendPID: uint32(pid), Lease: true}
 	}
@@ -247,9 +271,11 @@ func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, err
 }
 
 // Release implements lease.Driver: a checked unlock (session mode) or a
-// commit (transaction mode). If the unlock's outcome is in doubt, the
+// commit (transaction mode), bounded by the request timeout. If the
+// unlock's outcome is in doubt (no reply in time, ctx ended), the
 // connection is closed rather than returned to the pool, so the lock
-// cannot be left behind or stacked.
+// cannot be left behind or stacked, and the error matches
+// distlock.ErrUnavailable.
 func (s *session) Release(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,12 +286,20 @@ func (s *session) Release(ctx context.Context) error {
 	if !s.take() {
 		return fmt.Errorf("%w: pgadvisory: %q: %w", distlock.ErrLeaseLost, s.key, s.lostCause())
 	}
-	held, pid, err := s.unlock(ctx)
+	var held bool
+	var pid uint32
+	err := request(ctx, s.l.opts.RequestTimeout, func(ctx context.Context) (err error) {
+		held, pid, err = s.unlock(ctx)
+		return err
+	})
 	switch {
 	case err != nil:
 		s.end(nil)
 		if sessionEnded(err) {
 			return fmt.Errorf("%w: pgadvisory: %q: the server session ended: %w", distlock.ErrLeaseLost, s.key, err)
+		}
+		if ctx.Err() != nil {
+			err = errors.Join(err, ctxError(ctx))
 		}
 		return fmt.Errorf("%w: pgadvisory: release %q: %w: %w", distlock.ErrUnavailable, s.key, errUnknown, err)
 	case pid != s.pid:

@@ -15,7 +15,7 @@ import (
 // to pgx.ParseConfig (libpq keywords; unknown ones become server settings
 // sent at connection time, which the server rejects if it does not know
 // them).
-var params = []string{"ttl", "autoextend", "retry_min", "retry_max", "mode", "namespace", "fence_sequence", "max_idle", "conn_check_interval"}
+var params = []string{"ttl", "autoextend", "retry_min", "retry_max", "mode", "namespace", "fence_sequence", "max_idle", "conn_check_interval", "request_timeout"}
 
 func init() {
 	distlock.Register("postgres", open)
@@ -42,6 +42,7 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 		FenceSequence:     p.String("fence_sequence", DefaultFenceSequence),
 		MaxIdle:           p.Int("max_idle", DefaultMaxIdle),
 		ConnCheckInterval: p.Duration("conn_check_interval", DefaultConnCheckInterval),
+		RequestTimeout:    p.Duration("request_timeout", DefaultRequestTimeout),
 	}
 	mode, merr := ParseMode(p.String("mode", "session"))
 	if err := p.Done(); err != nil {
