@@ -27,8 +27,8 @@ type grantResult struct {
 // retry delay; once its statement waits on the server, the server hands
 // it the lock.
 func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.Options, wait bool) (distlock.Lease, error) {
-	if o.TTL > maxTTL {
-		return nil, fmt.Errorf("%w: pgadvisory: TTL %v exceeds %v", distlock.ErrInvalidArgument, o.TTL, maxTTL)
+	if err := checkTTL(o.TTL); err != nil {
+		return nil, err
 	}
 	if !l.enter() {
 		return nil, distlock.ErrClosed

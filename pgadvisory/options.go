@@ -83,7 +83,8 @@ type Options struct {
 	// Lock holds the default per-call options (TTL, auto-extension, retry
 	// delay), which the With* options of each call override. Zero fields
 	// take the values of distlock.DefaultOptions: TTL 30 s, no
-	// auto-extension, max hold 1 h, retry delay 5-50 ms. The retry delay
+	// auto-extension, max hold 1 h, retry delay 5-50 ms. A TTL above
+	// MaxTTL is refused, by Acquire and by Extend. The retry delay
 	// paces a blocking Acquire only while the server cannot be reached;
 	// otherwise it waits on the server.
 	Lock distlock.Options

@@ -228,8 +228,13 @@ func (s *session) give() { s.arm() }
 // reports the lease lost: a heartbeat whose outcome is unknown cannot be
 // trusted to have kept the lock. A heartbeat that ctx or the request
 // timeout ends reports the lease lost first (see guard); its error
-// matches distlock.ErrLeaseLost and distlock.ErrUnavailable.
+// matches distlock.ErrLeaseLost and distlock.ErrUnavailable. A ttl above
+// MaxTTL is refused (distlock.ErrInvalidArgument) without a request, and
+// the lease goes on unchanged.
 func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	if err := checkTTL(ttl); err != nil {
+		return time.Time{}, err // the lease goes on as it was
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.finished || !s.take() {

@@ -1,9 +1,12 @@
 package pgadvisory
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/distlock/distlock"
 )
 
 // The server frees a session's advisory locks when the session ends. A
@@ -32,9 +35,21 @@ import (
 // most of a TTL. A dead holder's lock is still freed: a TTL after it last
 // reached the server, like every TTL-based backend.
 
-// maxTTL is the longest TTL the server's millisecond timeout settings can
-// express (an int4 of milliseconds, about 24.8 days).
-const maxTTL = math.MaxInt32 * time.Millisecond
+// MaxTTL is the longest TTL a lease may have, for Acquire and Extend
+// alike: the longest the server's millisecond timeout settings hold (an
+// int4 of milliseconds, about 24.8 days). A longer TTL is refused with an
+// error matching distlock.ErrInvalidArgument, rather than enforced for
+// less than the lease would claim.
+const MaxTTL = math.MaxInt32 * time.Millisecond
+
+// checkTTL refuses a TTL above MaxTTL.
+func checkTTL(ttl time.Duration) error {
+	if ttl > MaxTTL {
+		return fmt.Errorf("%w: pgadvisory: TTL %v exceeds MaxTTL, %v, the longest the server's millisecond timeouts hold",
+			distlock.ErrInvalidArgument, ttl, MaxTTL)
+	}
+	return nil
+}
 
 // maxKeepaliveIdle is the longest tcp_keepalives_idle Linux accepts, in
 // seconds. A longer TTL keeps the longest: tcp_user_timeout, which Linux
