@@ -131,10 +131,7 @@ type ZooKeeperNode struct {
 }
 
 // ZooKeeperEnsemble is n ZooKeeper servers forming one quorum on a private
-// Docker network, reachable from each other as "zk-0" to "zk-<n-1>". Each
-// container is also attached to Docker's default bridge, which carries
-// its published client port, so that Isolate cuts a server off from its
-// peers without cutting its clients off.
+// Docker network, reachable from each other as "zk-0" to "zk-<n-1>".
 type ZooKeeperEnsemble struct {
 	Nodes []*ZooKeeperNode
 	// Network is the name of the private Docker network.
@@ -192,7 +189,7 @@ func StartZooKeeperEnsemble(t testing.TB, n int, opts ZooKeeperOptions) *ZooKeep
 	}
 	o := opts.withDefaults()
 	image := Images.ZooKeeper.Resolve(t)
-	nw := newPeerNetwork(t)
+	nw := newNetwork(t)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("zk-%d", i)
@@ -201,7 +198,7 @@ func StartZooKeeperEnsemble(t testing.TB, n int, opts ZooKeeperOptions) *ZooKeep
 	specs := make([]nodeSpec, n)
 	for i := range specs {
 		specs[i] = zkSpec(names[i], image, i+1, conf, o)
-		specs[i].network, specs[i].aliases, specs[i].bridge = nw, []string{names[i]}, true
+		specs[i].network, specs[i].aliases = nw, []string{names[i]}
 	}
 	e := &ZooKeeperEnsemble{Network: nw.Name}
 	for _, node := range startNodes(t, specs) {
