@@ -209,7 +209,10 @@ func (l *Locker) TryAcquireID(ctx context.Context, id int64, opts ...distlock.Op
 // flight took). It stops the leases' automatic extension, waits for the
 // calls in flight, and closes the idle connections. Leases still held
 // keep their connections: they can still be extended and released, and
-// otherwise expire after their TTL (the server ends their sessions).
+// otherwise expire after their TTL (the server ends their sessions). A
+// heartbeat of automatic extension in flight is not interrupted, since
+// that would close its connection and free the lock: Close waits for its
+// reply, at most Options.RequestTimeout.
 // Later calls return ErrClosed. Close is idempotent and returns nil.
 func (l *Locker) Close() error {
 	l.mu.Lock()

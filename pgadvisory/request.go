@@ -60,8 +60,12 @@ func (l *Locker) callContext(ctx context.Context) (context.Context, context.Canc
 // pgx closes the connection of a request its context interrupts, and
 // closing it frees the lock; so the returned context ends only after the
 // lease has been reported lost: when ctx ends or the request timeout
-// passes. done stops the guard and returns why it interrupted the
-// heartbeat, or nil.
+// passes. Once the Locker's Close has begun, a cancellation of ctx does
+// not end it: Close cancels the watchdog's context, but promises not to
+// release the lease, so the heartbeat runs on to its reply or its bound
+// (the request timeout, or ctx's deadline if sooner), and Close waits for
+// it. done stops the guard and returns why it interrupted the heartbeat,
+// or nil.
 func (s *session) guard(ctx context.Context) (gctx context.Context, done func() error) {
 	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	var once sync.Once
@@ -74,8 +78,17 @@ func (s *session) guard(ctx context.Context) (gctx context.Context, done func() 
 		})
 	}
 	timeout := s.l.opts.RequestTimeout
-	timer := time.AfterFunc(timeout, func() { interrupt(fmt.Errorf("%w: %v", errRequestTimeout, timeout)) })
-	stop := context.AfterFunc(ctx, func() { interrupt(ctxError(ctx)) })
+	bound := fmt.Errorf("%w: %v", errRequestTimeout, timeout)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout, bound = time.Until(dl), context.DeadlineExceeded
+	}
+	timer := time.AfterFunc(timeout, func() { interrupt(bound) })
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) && s.l.isClosed() {
+			return // Close stopped the watchdog: the timer still bounds the heartbeat
+		}
+		interrupt(ctxError(ctx))
+	})
 	return gctx, func() error {
 		timer.Stop()
 		stop()
