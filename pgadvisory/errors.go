@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -79,6 +80,28 @@ func (e *FenceSetupError) Error() string {
 
 // Unwrap returns distlock.ErrUnavailable and the cause.
 func (e *FenceSetupError) Unwrap() []error { return []error{distlock.ErrUnavailable, e.Err} }
+
+// FenceSequenceError is returned when the fence sequence exists but cannot
+// give fences that increase across holders: it is not a sequence, or its
+// settings break the order (CACHE above 1: each session draws from a
+// block of its own; CYCLE: values wrap around; an increment below 1:
+// values decrease; MINVALUE below 1: fences of 0 or below). Its owner
+// runs Fix once; the next acquisition checks again. It matches
+// distlock.ErrInvalidArgument.
+type FenceSequenceError struct {
+	Sequence string
+	Problems []string // each setting at fault, and why
+	Fix      string
+}
+
+// Error names the sequence, what is wrong with it and the fix.
+func (e *FenceSequenceError) Error() string {
+	return fmt.Sprintf("pgadvisory: fence sequence %s cannot give increasing fences: %s; fix: %s",
+		e.Sequence, strings.Join(e.Problems, ", "), e.Fix)
+}
+
+// Unwrap returns distlock.ErrInvalidArgument.
+func (e *FenceSequenceError) Unwrap() error { return distlock.ErrInvalidArgument }
 
 // SQLSTATE codes the Locker reacts to.
 const (

@@ -103,7 +103,10 @@ type Options struct {
 	// resolved through the search_path. The first acquisition creates it
 	// (CREATE SEQUENCE IF NOT EXISTS) if it is missing; if the user may
 	// not create it, acquisitions fail with a *FenceSetupError naming the
-	// statements a DBA must run.
+	// statements a DBA must run. An existing one must give increasing
+	// fences (INCREMENT BY and MINVALUE at least 1, NO CYCLE, CACHE 1);
+	// otherwise acquisitions fail with a *FenceSequenceError naming the
+	// fix.
 	FenceSequence string
 
 	// MaxIdle is how many idle connections are kept for reuse. Default

@@ -21,7 +21,7 @@ type statements struct {
 	// one batch; the heartbeat is the same shape with the local setting.
 	xtry, xwait, xsettings, xheartbeat string
 	// fence set-up
-	seqExists, seqCreate, seqIdent string
+	seqCheck, seqCreate, seqIdent string
 }
 
 func newStatements(sequence string, check time.Duration) *statements {
@@ -46,7 +46,12 @@ func newStatements(sequence string, check time.Duration) *statements {
 		xsettings:  xsettings(check),
 		xheartbeat: "SELECT pg_backend_pid(), " + ttlSettingsSQL("$1", "$2", true),
 
-		seqExists: "SELECT to_regclass(" + quoteLiteral(ident) + ") IS NOT NULL",
+		// No row: missing. Else whether it is a sequence and its settings
+		// (see checkSequence).
+		seqCheck: "SELECT c.relkind = 'S', coalesce(s.increment_by, 0), coalesce(s.cache_size, 0), coalesce(s.cycle, false), " +
+			"coalesce(s.min_value, 0), coalesce(s.start_value, 0), s.last_value FROM pg_class c " +
+			"JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_sequences s ON s.schemaname = n.nspname AND s.sequencename = c.relname " +
+			"WHERE c.oid = to_regclass(" + quoteLiteral(ident) + ")",
 		seqCreate: "CREATE SEQUENCE IF NOT EXISTS " + ident + " AS bigint",
 		seqIdent:  ident,
 	}
