@@ -3,6 +3,8 @@ package pgadvisory_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,11 @@ import (
 )
 
 const defaultBound = pgadvisory.DefaultRequestTimeout
+
+// closeBound bounds Close with a request in flight: it ends the request at
+// once, then closes its connection (at most about 2 s on a cut link), well
+// before the request timeout would have ended it.
+const closeBound = 3 * time.Second
 
 // TestCutServerCallsReturn: with the server's packets dropped both ways
 // (no RST, no FIN) and context.Background(), every call returns within its
@@ -64,7 +71,7 @@ func TestCutServerCallsReturn(t *testing.T) {
 				_, err := l.TryAcquire(ctx, uniqueKey(t))
 				return err
 			})
-		}, []error{distlock.ErrClosed}, time.Second},
+		}, []error{distlock.ErrClosed}, closeBound},
 		{"Close during TryAcquire pooled", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
 			mustRelease(t, mustAcquire(t, l, uniqueKey(t)))
 			cut()
@@ -72,14 +79,14 @@ func TestCutServerCallsReturn(t *testing.T) {
 				_, err := l.TryAcquire(ctx, uniqueKey(t))
 				return err
 			})
-		}, []error{distlock.ErrClosed}, time.Second},
+		}, []error{distlock.ErrClosed}, closeBound},
 		{"Close during Acquire connect", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
 			cut()
 			return closeDuring(t, l, func() error {
 				_, err := l.Acquire(ctx, uniqueKey(t))
 				return err
 			})
-		}, []error{distlock.ErrClosed}, time.Second},
+		}, []error{distlock.ErrClosed}, closeBound},
 		{"TryAcquire pooled, configured timeout", &pgadvisory.Options{RequestTimeout: time.Second}, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
 			mustRelease(t, mustAcquire(t, l, uniqueKey(t)))
 			cut()
@@ -110,7 +117,7 @@ func TestCutServerCallsReturn(t *testing.T) {
 }
 
 // closeDuring starts call, closes l once call is under way, and returns
-// call's error. Close itself must return within a second.
+// call's error. Close itself must return within closeBound.
 func closeDuring(t *testing.T, l *pgadvisory.Locker, call func() error) error {
 	t.Helper()
 	res := make(chan error, 1)
@@ -125,8 +132,8 @@ func closeDuring(t *testing.T, l *pgadvisory.Locker, call func() error) error {
 	select {
 	case <-closed:
 		t.Logf("Close returned after %v", time.Since(start).Round(time.Millisecond))
-	case <-time.After(time.Second):
-		t.Errorf("Close has not returned a second after it was called, with a call in flight")
+	case <-time.After(closeBound):
+		t.Errorf("Close has not returned %v after it was called, with a call in flight", closeBound)
 		<-closed
 	}
 	return <-res
@@ -153,4 +160,54 @@ func returnsWithin(t *testing.T, limit time.Duration, link *testbed.PacketLink, 
 		t.Fatal("the call has not returned 3 minutes after the link was healed")
 		return errors.New("hung")
 	}
+}
+
+// TestInterruptedRequestLeavesNoGoroutine: pgx closes the connection of
+// an interrupted request in the background (a cancel request on a new
+// connection, then Terminate, then draining the socket), which on a cut
+// link would last 15 s. The Locker waits for that work and bounds it:
+// when TryAcquire, Extend or Release returns after its request timeout
+// ended the request, no goroutine of it is left.
+func TestInterruptedRequestLeavesNoGoroutine(t *testing.T) {
+	s := startPostgres(t)
+	ctx := context.Background()
+	l, link := s.packetLocker(t, "interrupted", &pgadvisory.Options{RequestTimeout: 500 * time.Millisecond})
+	extended := mustAcquire(t, l, uniqueKey(t))
+	released := mustAcquire(t, l, uniqueKey(t))
+	mustRelease(t, mustAcquire(t, l, uniqueKey(t))) // a pooled connection
+	mustFault(t, link.Cut)
+	for name, call := range map[string]func() error{
+		"TryAcquire": func() error { _, err := l.TryAcquire(ctx, uniqueKey(t)); return err },
+		"Extend":     func() error { return extended.Extend(ctx, distlock.DefaultTTL) },
+		"Release":    func() error { return released.Release(ctx) },
+	} {
+		start := time.Now()
+		err := call()
+		wantErr(t, err, distlock.ErrUnavailable)
+		if n := goroutinesIn("pgconn.(*PgConn).asyncClose"); n > 0 {
+			t.Errorf("%s returned after %v with pgx still closing its connection in %d goroutine(s)", name, time.Since(start).Round(time.Millisecond), n)
+		} else {
+			t.Logf("%s returned after %v", name, time.Since(start).Round(time.Millisecond))
+		}
+	}
+}
+
+// goroutinesIn counts the goroutines whose stack mentions fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			count++
+		}
+	}
+	return count
 }

@@ -123,10 +123,11 @@ type Options struct {
 	// set-up), TryAcquire's lock statement, the fence set-up, Extend's
 	// heartbeat and Release's unlock. A request it ends fails with an
 	// error matching distlock.ErrUnavailable, its connection closed (so
-	// the server frees anything it may hold): a heartbeat so ended loses
-	// the lease (distlock.ErrLeaseLost too). A blocking Acquire's wait on
-	// the server is not bounded by it. Default DefaultRequestTimeout;
-	// it must be at least 1 ms.
+	// the server frees anything it may hold; closing a connection left in
+	// doubt takes up to 2 s more): a heartbeat so ended loses the lease
+	// (distlock.ErrLeaseLost too). A blocking Acquire's wait on the
+	// server is not bounded by it. Default DefaultRequestTimeout; it must
+	// be at least 1 ms.
 	RequestTimeout time.Duration
 }
 

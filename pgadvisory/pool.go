@@ -14,8 +14,10 @@ import (
 	"github.com/distlock/distlock/internal/stop"
 )
 
-// closeTimeout bounds the Terminate message sent when a connection is
-// closed.
+// closeTimeout bounds the closing of a connection: the Terminate message,
+// or the background clean-up pgx runs when a request was interrupted (see
+// conn.close), and that clean-up's dial for a cancel request (see
+// boundPgxDials).
 const closeTimeout = time.Second
 
 // conn is one connection of the Locker's pool. A lease or a waiting
@@ -39,11 +41,51 @@ type conn struct {
 func (c *conn) setTimeout(ttl time.Duration) { c.timeout = msSetting(ttl) }
 
 // close closes the connection (sending Terminate if it can). Closing ends
-// the server session, which frees every advisory lock it held.
+// the server session, which frees every advisory lock it held. If a
+// request on it was interrupted, pgx has begun closing it in the
+// background (a cancel request on a new connection, Terminate, then
+// draining the socket until the server closes it, for up to 15 s): close
+// waits for that, closing the socket after closeTimeout so that it ends.
 func (c *conn) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	_ = c.Conn.Close(ctx)
+	done := c.PgConn().CleanupDone()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	_ = c.PgConn().Conn().Close()
+	<-done // the cancel request is bounded too (boundPgxDials)
+}
+
+// ownDial marks the context of the Locker's own connects (pool.dial).
+type ownDial struct{}
+
+// boundPgxDials wraps cfg's dial function so that a dial pgx makes on its
+// own, for the cancel request it sends while closing a connection whose
+// request was interrupted, takes at most closeTimeout to connect and as
+// long again to be answered; a server that does not answer (partitioned)
+// would otherwise keep it for 15 s. The Locker's own connects (ctx
+// marked ownDial) are bounded by the request timeout instead.
+func boundPgxDials(cfg *pgx.ConnConfig) {
+	dial := cfg.DialFunc
+	if dial == nil {
+		return
+	}
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if ctx.Value(ownDial{}) != nil {
+			return dial(ctx, network, addr)
+		}
+		dctx, cancel := context.WithTimeout(ctx, closeTimeout)
+		defer cancel()
+		nc, err := dial(dctx, network, addr)
+		if err == nil {
+			_ = nc.SetDeadline(time.Now().Add(closeTimeout))
+		}
+		return nc, err
+	}
 }
 
 // pool keeps idle connections for reuse, last in first out. Its only
@@ -61,7 +103,10 @@ type pool struct {
 	sweep  sweeper // resets the timeout of connections idle too long
 }
 
+// newPool returns the pool of connections opened with cfg, which it
+// changes (boundPgxDials).
 func newPool(cfg *pgx.ConnConfig, o Options) *pool {
+	boundPgxDials(cfg)
 	p := &pool{cfg: cfg, mode: o.Mode, maxIdle: max(o.MaxIdle, 0), timeout: o.RequestTimeout, sweep: sweeper{stopping: stop.New()}}
 	if o.Mode == ModeSession {
 		p.setup = setupSQL(o.ConnCheckInterval)
@@ -158,7 +203,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	var pid int64
 	step := "connect"
 	err := request(ctx, p.timeout, func(ctx context.Context) error {
-		pc, err := pgx.ConnectConfig(ctx, p.cfg)
+		pc, err := pgx.ConnectConfig(context.WithValue(ctx, ownDial{}, true), p.cfg)
 		if err != nil {
 			return err
 		}
