@@ -68,11 +68,18 @@ func (z *zkEnsemble) conn(b testing.TB) *zk.Conn {
 	return c
 }
 
-// ours returns a zklock Locker (default options: TTL and session 30 s),
-// closed when b ends.
+// ours returns a zklock Locker (default options: TTL and session 30 s,
+// with the testbed ensemble's 250 ms tick time), closed when b ends.
 func (z *zkEnsemble) ours(b testing.TB, opts *zklock.Options) *zklock.Locker {
 	b.Helper()
-	l, err := zklock.New(z.addrs, opts)
+	var o zklock.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.TickTime == 0 {
+		o.TickTime = 250 * time.Millisecond
+	}
+	l, err := zklock.New(z.addrs, &o)
 	if err != nil {
 		b.Fatal(err)
 	}

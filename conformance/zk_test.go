@@ -28,8 +28,11 @@ func TestZooKeeper(t *testing.T) {
 		bare[i] = n.Node
 	}
 	links := newLinkSet(t, bare...)
-	url := func(client string) string { return "zk://" + strings.Join(links.addrs(client), ",") }
-	admin, err := zklock.New(ens.Addrs("admin"), nil)
+	// tick_time: the testbed ensemble's tickTime (testbed.ZooKeeperOptions).
+	url := func(client string) string {
+		return "zk://" + strings.Join(links.addrs(client), ",") + "?tick_time=250ms"
+	}
+	admin, err := zklock.New(ens.Addrs("admin"), &zklock.Options{TickTime: 250 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

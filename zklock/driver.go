@@ -11,6 +11,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/validity"
 )
 
 // expiryGrace is how long after a lease's validity the driver looks
@@ -39,7 +40,7 @@ type driver struct {
 // validity is how long after the start of a request that confirmed the
 // node a lease of ttl may count on it.
 func (d *driver) validity(ttl time.Duration) time.Duration {
-	return min(ttl, time.Duration(d.l.opts.SafeFraction*float64(d.timeout)))
+	return min(ttl, d.l.sessionValidity(d.timeout))
 }
 
 // setLease attaches the granted lease and starts watching its expiry.
@@ -93,7 +94,7 @@ var testHookBeforeExtend func(ctx context.Context)
 
 // Extend implements lease.Driver: it checks through the leader that the
 // lock node still exists (a sync, then a read) and returns start +
-// min(ttl, SafeFraction x session timeout), start taken before the sync.
+// min(ttl, sessionValidity), start taken before the sync.
 // It never re-creates a node.
 //
 // A follower answers reads from its own copy, and goes on doing so for up
@@ -182,4 +183,17 @@ func (d *driver) Release(ctx context.Context) error {
 // lost returns an error matching distlock.ErrLeaseLost and cause.
 func (d *driver) lost(cause error) error {
 	return fmt.Errorf("%w: zklock: %q: %w", distlock.ErrLeaseLost, d.key, cause)
+}
+
+// sessionValidity is how long after the start of a request that
+// confirmed it through the leader a session of the negotiated timeout is
+// sure to live (<= 0: not at all). The leader may expire the session a
+// timeout after the last activity it heard of, which can be a third of the
+// timeout (the client's ping interval) and half a tick (the relay from a
+// follower) older than that request: so at most 2/3 x timeout - TickTime/2,
+// less the clock drift over the timeout, and at most SafeFraction x
+// timeout.
+func (l *Locker) sessionValidity(timeout time.Duration) time.Duration {
+	bound := timeout*2/3 - l.opts.TickTime/2 - validity.DefaultDrift(timeout)
+	return min(time.Duration(l.opts.SafeFraction*float64(timeout)), bound)
 }

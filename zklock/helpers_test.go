@@ -60,11 +60,28 @@ func connect(t testing.TB, addrs []string) *zk.Conn {
 	return c
 }
 
-// locker returns a Locker whose every server link is named client,
-// closed when t ends.
+// testbedTick is the tickTime of the testbed's ensembles unless a test
+// sets its own.
+const testbedTick = 250 * time.Millisecond
+
+// withTick returns opts (nil: the defaults) with TickTime testbedTick if
+// it is not set.
+func withTick(opts *zklock.Options) *zklock.Options {
+	var o zklock.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.TickTime == 0 {
+		o.TickTime = testbedTick
+	}
+	return &o
+}
+
+// locker returns a Locker whose every server link is named client, with
+// the testbed's tick time unless opts sets one, closed when t ends.
 func (e *ensemble) locker(t testing.TB, client string, opts *zklock.Options) *zklock.Locker {
 	t.Helper()
-	l, err := zklock.New(e.Addrs(client), opts)
+	l, err := zklock.New(e.Addrs(client), withTick(opts))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

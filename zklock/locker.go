@@ -42,9 +42,14 @@
 // an expired session loses it. A lease's ValidUntil is the start of the
 // last request that confirmed the node through the leader (the
 // acquisition's create or a sync, followed by the listing; each
-// extension's sync, followed by a read of the node) plus min(TTL,
-// SafeFraction x negotiated timeout): the ensemble cannot expire the
-// session before that. A read alone would not do: a follower cut off from
+// extension's sync, followed by a read of the node) plus the least of the
+// TTL, SafeFraction x negotiated timeout, and 2/3 x negotiated timeout -
+// TickTime/2 - drift: the ensemble cannot expire the session before that.
+// The leader expires a session a timeout after the last activity it was
+// told of; a server relays activity on its next tick and the client pings
+// every third of the timeout, so the last activity the leader knows of can
+// be a third of the timeout and half a tick older than that request
+// (Options.TickTime must be at least the ensemble's tickTime). A read alone would not do: a follower cut off from
 // the leader answers reads from its own copy for up to syncLimit ticks
 // while the leader expires the session. Extensions (Extend, or the
 // watchdog of WithAutoExtend every third of that) fail while disconnected
@@ -62,8 +67,8 @@
 //
 // URL: zk://host1:2181,host2:2181,host3:2181[/prefix][?params]. Parameters:
 // ttl, autoextend, retry_min, retry_max (every backend's), session_timeout,
-// safe_fraction, connect_timeout and max_sessions (see Options). Unknown
-// parameters are rejected.
+// safe_fraction, tick_time, connect_timeout and max_sessions (see
+// Options). Unknown parameters are rejected.
 package zklock
 
 import (

@@ -40,6 +40,7 @@ func TestLocker(t *testing.T) {
 		{"HostileKeys", testHostileKeys},
 		{"CauseContexts", testCauseContexts},
 		{"OpenByURL", testURL},
+		{"TickTime", testTickTime},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, e) })
 	}
@@ -60,9 +61,10 @@ func testTryAcquire(t *testing.T, e *ensemble) {
 	if !tokenRE.MatchString(la.Token()) || la.Key() != key || la.Fence() == 0 {
 		t.Fatalf("lease: token %q key %q fence %d", la.Token(), la.Key(), la.Fence())
 	}
-	// Validity: 0.6 x the 2 s session from before the listing.
-	if vu := la.ValidUntil(); vu.Before(start.Add(1200*time.Millisecond)) || vu.After(time.Now().Add(1200*time.Millisecond)) {
-		t.Fatalf("ValidUntil %v after the call, want 1.2s after the listing", vu.Sub(start))
+	// Validity: 2/3 x the 2 s session - half a 250 ms tick - drift
+	// (1186 ms; under SafeFraction's 1.2 s), from before the listing.
+	if vu := la.ValidUntil(); vu.Before(start.Add(1186*time.Millisecond)) || vu.After(time.Now().Add(1186*time.Millisecond)) {
+		t.Fatalf("ValidUntil %v after the call, want 1.186s after the listing", vu.Sub(start))
 	}
 	nodes := e.lockNodes(t, key)
 	if len(nodes) != 1 || nodes[0][:3+32] != "_c_"+la.Token() {
@@ -351,11 +353,11 @@ func testMulti(t *testing.T, e *ensemble) {
 
 func testClose(t *testing.T, e *ensemble) {
 	key := uniqueKey(t)
-	a, err := zklock.New(e.Addrs("a"), nil)
+	a, err := zklock.New(e.Addrs("a"), withTick(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := zklock.New(e.Addrs("b"), nil)
+	b, err := zklock.New(e.Addrs("b"), withTick(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +413,7 @@ func testInvalid(t *testing.T, e *ensemble) {
 }
 
 func testURL(t *testing.T, e *ensemble) {
-	u := "zk://" + e.ConnectString("url") + "/url-test/locks?ttl=2s&session_timeout=3s&safe_fraction=0.5&connect_timeout=1s&max_sessions=1"
+	u := "zk://" + e.ConnectString("url") + "/url-test/locks?ttl=2s&session_timeout=3s&safe_fraction=0.5&tick_time=250ms&connect_timeout=1s&max_sessions=1"
 	l, err := distlock.Open(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,14 @@ const (
 	// next tick, and the client pings every third of the timeout: if the
 	// follower dies or is cut off in between, the leader's last word can
 	// be a third of the timeout (plus a tick) older than that request.
-	// 0.6 keeps clear of 2/3 minus half a tick for timeouts of 20 ticks
-	// and more.
+	// A lease therefore counts on at most 2/3 of the timeout minus half a
+	// tick (see Options.TickTime) and the clock drift, and at most
+	// SafeFraction of it: 0.6 leaves a margin for timeouts long against
+	// the tick.
 	DefaultSafeFraction = 0.6
+
+	// DefaultTickTime is ZooKeeper's default tickTime.
+	DefaultTickTime = 2 * time.Second
 
 	// DefaultConnectTimeout bounds how long TryAcquire (and any call
 	// whose context has no deadline) waits for a session to be
@@ -56,11 +61,19 @@ type Options struct {
 	// whose timeout is that TTL (see the package documentation).
 	SessionTimeout time.Duration
 
-	// SafeFraction: a lease's validity ends SafeFraction x the negotiated
-	// session timeout after the start of the last request that confirmed
-	// it (capped by its TTL). Must be in (0, 1). Default
-	// DefaultSafeFraction.
+	// SafeFraction: a lease's validity ends at most SafeFraction x the
+	// negotiated session timeout after the start of the last request that
+	// confirmed it (capped by its TTL, and by 2/3 x timeout - TickTime/2 -
+	// drift). Must be in (0, 2/3). Default DefaultSafeFraction.
 	SafeFraction float64
+
+	// TickTime is the ensemble's tickTime (zoo.cfg), or an upper bound of
+	// it: a server relays a session's activity to the leader only on a
+	// tick, so each lease's validity gives up half a tick. A session
+	// timeout too short for it (2/3 x timeout <= TickTime/2 + drift)
+	// makes acquisitions fail with distlock.ErrInvalidArgument. Default
+	// DefaultTickTime (2 s).
+	TickTime time.Duration
 
 	// ConnectTimeout bounds the wait for a session where the call's
 	// context does not (TryAcquire always; Acquire without a deadline
@@ -111,6 +124,9 @@ func (o *Options) resolve() (Options, error) {
 	if r.ConnectTimeout == 0 {
 		r.ConnectTimeout = DefaultConnectTimeout
 	}
+	if r.TickTime == 0 {
+		r.TickTime = DefaultTickTime
+	}
 	if r.MaxSessions == 0 {
 		r.MaxSessions = DefaultMaxSessions
 	}
@@ -123,8 +139,10 @@ func (o *Options) resolve() (Options, error) {
 	switch {
 	case r.SessionTimeout < 0:
 		return bad("session timeout must be >= 0, got %v", r.SessionTimeout)
-	case r.SafeFraction <= 0 || r.SafeFraction >= 1:
-		return bad("safe fraction must be in (0, 1), got %v", r.SafeFraction)
+	case r.SafeFraction <= 0 || r.SafeFraction >= 2.0/3:
+		return bad("safe fraction must be in (0, 2/3), got %v", r.SafeFraction)
+	case r.TickTime < 0:
+		return bad("tick time must be >= 0, got %v", r.TickTime)
 	case r.ConnectTimeout < 0:
 		return bad("connect timeout must be >= 0, got %v", r.ConnectTimeout)
 	case r.MaxSessions < 0:

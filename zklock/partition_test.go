@@ -47,23 +47,23 @@ func startCutOff(t *testing.T, opts testbed.ZooKeeperOptions) *cutOff {
 		}
 	}
 	c.admin = connect(t, admin)
-	c.a = newLocker(t, []string{c.follower.Link("a").Addr()})
-	c.b = newLocker(t, majority)
-	c.probe = connect(t, []string{c.follower.Link("probe").Addr()})
 	tick, limit := opts.TickTime, opts.SyncLimit
 	if tick == 0 {
-		tick = 250 * time.Millisecond // the testbed's defaults
+		tick = testbedTick
 	}
 	if limit == 0 {
-		limit = 8
+		limit = 8 // the testbed's default
 	}
+	c.a = newLocker(t, []string{c.follower.Link("a").Addr()}, tick)
+	c.b = newLocker(t, majority, tick)
+	c.probe = connect(t, []string{c.follower.Link("probe").Addr()})
 	c.window = time.Duration(limit) * tick
 	return c
 }
 
-func newLocker(t *testing.T, servers []string) *zklock.Locker {
+func newLocker(t *testing.T, servers []string, tick time.Duration) *zklock.Locker {
 	t.Helper()
-	l, err := zklock.New(servers, nil)
+	l, err := zklock.New(servers, &zklock.Options{TickTime: tick})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestFollowerCutOffWaiter(t *testing.T) {
 	const ttl = 2 * time.Second
 	c := startCutOff(t, testbed.ZooKeeperOptions{SyncLimit: 16}) // the follower serves 4 s after the cut
 	key := uniqueKey(t)
-	h := newLocker(t, c.Addrs("h"))
+	h := newLocker(t, c.Addrs("h"), testbedTick)
 	hl := mustAcquire(t, h, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
 
 	woken := make(chan string, 1)

@@ -46,6 +46,10 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 	if err != nil {
 		return nil, err
 	}
+	if l.sessionValidity(v.timeout) <= 0 {
+		return nil, fmt.Errorf("%w: zklock: a negotiated session timeout of %v leaves no validity with tick time %v and safe fraction %v: raise the TTL or Options.SessionTimeout, or set Options.TickTime to the ensemble's tickTime",
+			distlock.ErrInvalidArgument, v.timeout, l.opts.TickTime, l.opts.SafeFraction)
+	}
 	parent := l.Path(key)
 	token := lease.NewToken()
 	own, created, err := l.create(ctx, s, v, parent, token)

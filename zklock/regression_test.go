@@ -133,7 +133,7 @@ func testJanitorAcrossSessions(t *testing.T, e *ensemble) {
 func testCloseDuringExtension(t *testing.T, e *ensemble) {
 	key := uniqueKey(t)
 	const ttl = 15 * time.Second // validity 9 s: an extension every 3 s, with 6 s left
-	l, err := zklock.New(e.Addrs("x"), nil)
+	l, err := zklock.New(e.Addrs("x"), withTick(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,7 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 		SafeFraction:   p.Float("safe_fraction", DefaultSafeFraction),
 		ConnectTimeout: p.Duration("connect_timeout", DefaultConnectTimeout),
 		MaxSessions:    p.Int("max_sessions", DefaultMaxSessions),
+		TickTime:       p.Duration("tick_time", DefaultTickTime),
 	}
 	if err := p.Done(); err != nil {
 		return nil, err

@@ -20,10 +20,10 @@ func TestOpenURL(t *testing.T) {
 	}{
 		{"zk://h1:2181,h2:2182,h3:2181", []string{"h1:2181", "h2:2182", "h3:2181"}, DefaultPrefix, nil},
 		{"zk://h1,h2,h3:2181/app/locks/", []string{"h1:2181", "h2:2181", "h3:2181"}, "/app/locks", nil},
-		{"zk://h/p?ttl=5s&session_timeout=4s&safe_fraction=0.5&connect_timeout=2s&max_sessions=3&autoextend=1m",
+		{"zk://h/p?ttl=5s&session_timeout=4s&safe_fraction=0.5&tick_time=500ms&connect_timeout=2s&max_sessions=3&autoextend=1m",
 			[]string{"h:2181"}, "/p", func(o Options) bool {
 				return o.Lock.TTL == 5*time.Second && o.SessionTimeout == 4*time.Second && o.SafeFraction == 0.5 &&
-					o.ConnectTimeout == 2*time.Second && o.MaxSessions == 3 && o.Lock.AutoExtend && o.Lock.MaxHold == time.Minute
+					o.TickTime == 500*time.Millisecond && o.ConnectTimeout == 2*time.Second && o.MaxSessions == 3 && o.Lock.AutoExtend && o.Lock.MaxHold == time.Minute
 			}},
 	} {
 		u, err := url.Parse(tc.url)
@@ -45,7 +45,7 @@ func TestOpenURL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, bad := range []string{"zk://", "zk:opaque", "zk://u:p@h", "zk://h?colour=red", "zk://h?safe_fraction=1.5",
+	for _, bad := range []string{"zk://", "zk:opaque", "zk://u:p@h", "zk://h?colour=red", "zk://h?safe_fraction=1.5", "zk://h?safe_fraction=0.7", "zk://h?tick_time=-1s",
 		"zk://h?ttl=0s", "zk://h,,g", "zk://h/a/../b", "zk://h?session_timeout=-1s"} {
 		u, err := url.Parse(bad)
 		if err != nil {
