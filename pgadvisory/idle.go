@@ -11,10 +11,9 @@ import (
 // A session-mode lease sets its session's TTL settings (timeouts.go:
 // idle_session_timeout, so the server ends the session of a holder that
 // stops heartbeating, and the TCP timeouts that must not end it sooner).
-// Setting them costs the server more than the lock itself: under 8
-// workers, a set_config in the lock and another in the unlock cut
-// throughput by 13-15%. So a released connection keeps its lease's
-// settings in the pool, and the next lease with the same TTL skips them.
+// Setting them costs the server more than the lock itself, so a released
+// connection keeps its lease's settings in the pool, and the next lease
+// with the same TTL skips them.
 // An idle connection with a timeout must not sit idle until the server
 // ends it:
 //

@@ -30,14 +30,13 @@ func (r *monitorRun) cancel() bool {
 
 // starter starts monitor runs when they are due, from one timer per
 // Locker rather than one per acquisition. A runtime timer added per
-// acquisition, when it was the process's earliest, woke an idle thread
-// (a futex wake, and that thread's spin on the other core) on most
-// acquisitions: on 2 shared cores that cost a short critical section
-// about 15% of our client's CPU and slowed the server beside it (B1
-// ours/raw 1.36-1.38x with it). Here a run is queued, and the timer is
-// touched only when the queue was empty or the run is due sooner than
-// the timer; when it fires it starts the due runs, drops the ones taken
-// back, and re-arms for the earliest left.
+// acquisition, when it is the process's earliest, wakes an idle thread (a
+// futex wake, and that thread's spin on another core) on most
+// acquisitions, which costs a short critical section a noticeable share
+// of the client's CPU. Here a run is queued, and the timer is touched
+// only when the queue was empty or the run is due sooner than the timer;
+// when it fires it starts the due runs, drops the ones taken back, and
+// re-arms for the earliest left.
 //
 // It outlives Close, like the leases whose monitors it starts; it holds
 // no goroutine while idle (each firing runs briefly on its own).
