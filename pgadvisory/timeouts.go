@@ -39,7 +39,11 @@ import (
 // alike: the longest the server's millisecond timeout settings hold (an
 // int4 of milliseconds, about 24.8 days). A longer TTL is refused with an
 // error matching distlock.ErrInvalidArgument, rather than enforced for
-// less than the lease would claim.
+// less than the lease would claim. On a server whose operating system
+// lacks tcp_user_timeout (Postgres honours it on Linux only), keepalive
+// alone holds a silent holder's session, for at most 32767 s (about 9.1
+// h) plus its probes: keep TTLs below that there (auto-extension renews a
+// lease within its TTL).
 const MaxTTL = math.MaxInt32 * time.Millisecond
 
 // checkTTL refuses a TTL above MaxTTL.
