@@ -66,7 +66,9 @@ type Lease interface {
 	// Extend asks the backend to keep the lease for ttl from now. It
 	// never re-acquires a key that has expired or passed to someone
 	// else: then it returns an error matching ErrLeaseLost and the lease
-	// is lost. ttl <= 0 returns ErrInvalidArgument.
+	// is lost. It returns by the end of the lease's validity at the
+	// latest, whatever ctx allows: an extension unanswered by then
+	// returns ErrLeaseLost. ttl <= 0 returns ErrInvalidArgument.
 	Extend(ctx context.Context, ttl time.Duration) error
 
 	// Release gives the key up. It stops automatic extension first and

@@ -71,3 +71,29 @@ func TestReleaseWinsOverRacingExtend(t *testing.T) {
 		t.Fatalf("Err after Release = %v, want ErrReleased", err)
 	}
 }
+
+// stuckExtend is a driver whose extensions never get an answer.
+type stuckExtend struct{ scripted }
+
+func (d *stuckExtend) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	<-ctx.Done()
+	return time.Time{}, ctx.Err()
+}
+
+// TestExtendBoundedByValidity: an Extend with context.Background() whose
+// server never answers returns once the lease's validity has passed (the
+// lease is lost then, so a later answer could not help).
+func TestExtendBoundedByValidity(t *testing.T) {
+	l := newLease(&stuckExtend{}, opts(100*time.Millisecond, false, time.Hour))
+	done := make(chan error, 1)
+	go func() { done <- l.Extend(context.Background(), time.Hour) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an unanswered extension succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Extend still blocked 5 s after a 100 ms validity ended")
+	}
+	<-l.Done()
+}

@@ -230,7 +230,8 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 
 // extend runs one extension, after any other in flight. It refuses to
 // extend a lease whose validity has passed even if its expiry timer has not
-// fired yet (the server may already have given the key to someone else).
+// fired yet (the server may already have given the key to someone else),
+// and gives up on an extension still unanswered when the validity ends.
 func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
 	select {
 	case l.extending <- struct{}{}:
@@ -247,13 +248,21 @@ func (l *Lease) extend(ctx context.Context, ttl time.Duration) error {
 		l.ended(ended)
 		return l.Err()
 	}
-	err := l.err
+	err, until := l.err, l.validUntil
 	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	sent := time.Now()
-	vu, err := l.driver.Extend(ctx, ttl)
+	// An answer after the validity ends comes too late (the lease is lost
+	// then), so the request is bounded by it whatever ctx allows.
+	bctx, cancel := context.WithDeadline(ctx, until)
+	vu, err := l.driver.Extend(bctx, ttl)
+	late := bctx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if err != nil && late { // the expiry timer ends the lease
+		return fmt.Errorf("%w: no answer to the extension before the lease's validity ended: %w", distlock.ErrLeaseLost, err)
+	}
 	if err != nil {
 		if errors.Is(err, distlock.ErrLeaseLost) {
 			l.mu.Lock()
