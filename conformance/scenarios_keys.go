@@ -6,6 +6,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -144,12 +145,26 @@ func (r *keyRun) checkControl(after string) {
 		r.fail("after %s: the control lease on a normal key was lost: %s", after, cut(err.Error(), 200))
 		return
 	}
-	res := boundedCall(r.e.ctx, r.bound, func(ctx context.Context) error { return r.control.Extend(ctx, r.hold) })
+	// A backend that could not be reached in time (ErrUnavailable alone,
+	// as a loaded host makes Redlock's node timeouts miss) has broken
+	// nothing: the extension is tried again, a few times.
+	var res callResult
+	for try := 0; try < controlTries; try++ {
+		res = boundedCall(r.e.ctx, r.bound, func(ctx context.Context) error { return r.control.Extend(ctx, r.hold) })
+		if res.err == nil || res.hung || !errors.Is(res.err, distlock.ErrUnavailable) || errors.Is(res.err, distlock.ErrLeaseLost) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if res.err != nil {
 		r.controlBroken = true
 		r.fail("after %s: extending the control lease on a normal key %s", after, res)
 	}
 }
+
+// controlTries is how many times checkControl tries an extension that
+// finds the backend unavailable.
+const controlTries = 3
 
 // checkProbe: after call, a fresh normal key must still be acquired, with
 // a fence above the previous probe's (where fences are ordered across
