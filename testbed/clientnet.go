@@ -88,6 +88,9 @@ func attachClientNetLocked(ctx context.Context, n *Node, addr netip.Addr) error 
 	}); err != nil {
 		return fmt.Errorf("testbed: %s: attach to the client network at %s: %w", n.name, addr, err)
 	}
+	if err := n.refreshIfUp(ctx); err != nil {
+		return err
+	}
 	if clientNet.users[n.t] == nil {
 		clientNet.users[n.t] = map[string]struct{}{}
 		t := n.t
@@ -109,7 +112,18 @@ func detachClientNet(ctx context.Context, n *Node) error {
 		return fmt.Errorf("testbed: %s: detach from the client network: %w", n.name, err)
 	}
 	delete(clientNet.users[n.t], n.ContainerID())
-	return nil
+	return n.refreshIfUp(ctx)
+}
+
+// refreshIfUp re-reads the published port of a running node: attaching or
+// detaching a network can make Docker publish it again on another host
+// port (the mapping follows the container's first network by name), which
+// would leave HostAddr and the proxies pointing at a closed port.
+func (n *Node) refreshIfUp(ctx context.Context) error {
+	if n.HostAddr() == "" { // killed or stopped: Start refreshes
+		return nil
+	}
+	return n.refresh(ctx)
 }
 
 // createClientNet creates the client network (clientNet.mu held). Docker
