@@ -19,14 +19,19 @@ import (
 // guardedKey is where the etcd harness's guarded writes (S32) go.
 func guardedKey(key string) string { return "conformance-guarded/" + key }
 
-// TestEtcd runs the suite on a 3-member etcd cluster ("E3"), each client
-// reaching each member over its own packet link. Minority is the leader at
-// start-up (S13 kills the leader, the harder case; the etcdlock tests also
-// kill a follower, with locks held and waiting), Majority the leader and
-// the next member. TTL 2 s: the server's minimum lease TTL with the
-// default 1 s election timeout.
+// TestEtcd runs the suite on a 3-member etcd cluster ("E3").
 func TestEtcd(t *testing.T) {
 	testbed.RequireDocker(t)
+	conformance.Run(t, etcdHarness(t))
+}
+
+// etcdHarness starts 3 etcd members, each client reaching each member
+// over its own packet link. Minority is the leader at start-up (S13 kills
+// the leader, the harder case; the etcdlock tests also kill a follower,
+// with locks held and waiting), Majority the leader and the next member.
+// TTL 2 s: the server's minimum lease TTL with the default 1 s election
+// timeout.
+func etcdHarness(t *testing.T) conformance.Harness {
 	c := testbed.StartEtcd(t, 3, testbed.EtcdOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -48,7 +53,7 @@ func TestEtcd(t *testing.T) {
 		resp, err := admin.Get(ctx, key+"/", clientv3.WithFirstCreate()...)
 		return []*clientv3.GetResponse{resp}, err
 	}
-	conformance.Run(t, conformance.Harness{
+	return conformance.Harness{
 		Name: "E3",
 		Spec: "E3",
 		TTL:  2 * time.Second,
@@ -111,5 +116,5 @@ func TestEtcd(t *testing.T) {
 		// clients' links stay up.
 		Isolate: func(ctx context.Context, i int) error { return partition(ctx, bare, i, (*testbed.Node).CutPeer) },
 		Rejoin:  func(ctx context.Context, i int) error { return partition(ctx, bare, i, (*testbed.Node).HealPeer) },
-	})
+	}
 }

@@ -19,11 +19,16 @@ import (
 	"github.com/distlock/distlock/testbed"
 )
 
-// TestPostgres runs the suite on Postgres advisory locks ("PG"): one
-// server, each client connected over its own packet link, and a PgBouncer
-// in transaction pooling mode in front of it for S28.
+// TestPostgres runs the suite on Postgres advisory locks ("PG").
 func TestPostgres(t *testing.T) {
 	testbed.RequireDocker(t)
+	conformance.Run(t, pgHarness(t))
+}
+
+// pgHarness starts one Postgres server, each client connected over its
+// own packet link, and a PgBouncer in transaction pooling mode in front of
+// it for S28.
+func pgHarness(t *testing.T) conformance.Harness {
 	pg, bouncer := testbed.StartPostgresBehindPgBouncer(t, testbed.PostgresOptions{}, "transaction")
 	links := newLinkSet(t, pg.Node)
 	url := func(client string) string {
@@ -43,7 +48,7 @@ func TestPostgres(t *testing.T) {
 		defer c.Close(context.WithoutCancel(ctx))
 		return f(c)
 	}
-	conformance.Run(t, conformance.Harness{
+	return conformance.Harness{
 		Name: "PG",
 		Spec: "PG",
 		TTL:  time.Second,
@@ -101,7 +106,7 @@ func TestPostgres(t *testing.T) {
 		UnpinnedLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			return newUnpinned(ctx, url(client))
 		},
-	})
+	}
 }
 
 // unpinned is the mistake S29 demonstrates: advisory locks taken and

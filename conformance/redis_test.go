@@ -11,17 +11,22 @@ import (
 	"github.com/distlock/distlock/testbed"
 )
 
-// TestRedisSingle runs the suite on single Redis ("R1"): a primary with an
-// asynchronous replica, each client connected to the primary's address over
-// its own packet link. On failover the address moves to the promoted
-// replica, as a virtual IP would.
+// TestRedisSingle runs the suite on single Redis ("R1").
 func TestRedisSingle(t *testing.T) {
 	testbed.RequireDocker(t)
+	conformance.Run(t, redisSingleHarness(t))
+}
+
+// redisSingleHarness starts a primary with an asynchronous replica, each
+// client connected to the primary's address over its own packet link. On
+// failover the address moves to the promoted replica, as a virtual IP
+// would.
+func redisSingleHarness(t *testing.T) conformance.Harness {
 	pair := testbed.StartRedisReplicated(t, testbed.RedisOptions{})
 	primary, replica := pair.Primary, pair.Replica
 	links := newLinkSet(t, primary.Node)
 	url := func(client string) string { return "redis://" + links.addrs(client)[0] + "/0" }
-	conformance.Run(t, conformance.Harness{
+	return conformance.Harness{
 		Name: "R1",
 		Spec: "R1",
 		TTL:  time.Second,
@@ -62,5 +67,5 @@ func TestRedisSingle(t *testing.T) {
 			return primary.RoutePacketLinksTo(ctx, primary.Node)
 		},
 		Commands: func(ctx context.Context) (int64, error) { return primary.Commands(ctx) },
-	})
+	}
 }

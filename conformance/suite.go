@@ -166,7 +166,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, h *Harness, g distlock.Guarantees, id string) *env {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), max(2*time.Minute, 8*h.ttl()))
 	t.Cleanup(cancel)
 	e := &env{
 		t: t, h: h, g: g, ctx: ctx, ttl: h.ttl(), hist: &History{},

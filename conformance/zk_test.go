@@ -19,9 +19,28 @@ import (
 )
 
 // TestZooKeeper runs the suite on a 3-server ZooKeeper 3.8 ensemble
-// ("Z3"), each client reaching each server over its own packet link.
+// ("Z3").
 func TestZooKeeper(t *testing.T) {
 	testbed.RequireDocker(t)
+	h, conn := zkHarness(t)
+	conformance.Run(t, h)
+	// Every lock node is ephemeral: once the sessions of closed Lockers and
+	// killed workers have expired (30 s is several session timeouts), an
+	// orphan is a bug (a waiter or holder node no error path removed).
+	deadline := time.Now().Add(30 * time.Second)
+	left := leftNodes(t, conn, "/distlock")
+	for len(left) > 0 && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		left = leftNodes(t, conn, "/distlock")
+	}
+	if len(left) > 0 {
+		t.Errorf("lock nodes left under /distlock after the suite: %s", strings.Join(left, ", "))
+	}
+}
+
+// zkHarness starts the ensemble, each client reaching each server over its
+// own packet link, and returns the harness and an admin connection.
+func zkHarness(t *testing.T) (conformance.Harness, *zk.Conn) {
 	ens := testbed.StartZooKeeperEnsemble(t, 3, testbed.ZooKeeperOptions{})
 	bare := make([]*testbed.Node, len(ens.Nodes))
 	for i, n := range ens.Nodes {
@@ -52,7 +71,7 @@ func TestZooKeeper(t *testing.T) {
 	roles := newZKRoles(ens)
 	servers := roles.servers()
 	guarded := func(key string) string { return "/distlock-guarded/" + path.Base(admin.Path(key)) }
-	conformance.Run(t, conformance.Harness{
+	return conformance.Harness{
 		Name: "Z3",
 		Spec: "Z3",
 		TTL:  2 * time.Second,
@@ -123,19 +142,7 @@ func TestZooKeeper(t *testing.T) {
 		ClockJump: func(ctx context.Context, i int, d time.Duration) error {
 			return servers[i].(*zkRole).clockJump(ctx, d)
 		},
-	})
-	// Every lock node is ephemeral: once the sessions of closed Lockers and
-	// killed workers have expired (30 s is several session timeouts), an
-	// orphan is a bug (a waiter or holder node no error path removed).
-	deadline := time.Now().Add(30 * time.Second)
-	left := leftNodes(t, conn, "/distlock")
-	for len(left) > 0 && time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
-		left = leftNodes(t, conn, "/distlock")
-	}
-	if len(left) > 0 {
-		t.Errorf("lock nodes left under /distlock after the suite: %s", strings.Join(left, ", "))
-	}
+	}, conn
 }
 
 type zkQuiet struct{}
