@@ -29,8 +29,13 @@ const clientNetAttempts = 5
 // container's restarts, whereas an address on the default bridge is handed
 // out afresh at each start and may meanwhile have gone to another container
 // (of this test or of another process); a client that dials a fixed
-// address reaches the same server for the whole test. The tests that use
-// the network share it; when the last of them ends it is removed.
+// address reaches the same server for the whole test. The network is
+// internal, so that it never becomes a container's default gateway:
+// Docker publishes a container's ports through its gateway network, and a
+// new gateway would move them to another host port (breaking HostAddr and
+// every proxy link). The host still reaches the containers on it. The
+// tests that use the network share it; when the last of them ends it is
+// removed.
 var clientNet struct {
 	mu     sync.Mutex
 	id     string
@@ -154,7 +159,7 @@ func createClientNet(ctx context.Context) error {
 		}
 		subnet := info.Network.IPAM.Config[0].Subnet
 		created, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
-			Driver: "bridge", Labels: labels(),
+			Driver: "bridge", Labels: labels(), Internal: true,
 			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
 		})
 		if err != nil {

@@ -5,6 +5,9 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
 )
 
 // TestPacketLink checks the packet-level faults on real Redis servers: a
@@ -92,6 +95,43 @@ func TestPacketLink(t *testing.T) {
 		t.Fatalf("after restart and heal: %q", got)
 	}
 	testRoutePacketLinks(t, ctx, rs, a, ca)
+}
+
+// TestPacketLinkKeepsPublishedPort: giving a node its client address does
+// not move its published port, even when the node's only network sorts
+// after the client network by name (Docker publishes a container's ports
+// through its gateway network, which a new network may otherwise become).
+func TestPacketLinkKeepsPublishedPort(t *testing.T) {
+	RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := dockerClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "zz-distlock-peers-" + runID
+	created, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: labels()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // registered first: runs after the container is removed
+		_, _ = cli.NetworkRemove(context.Background(), created.ID, client.NetworkRemoveOptions{})
+	})
+	r := &RedisNode{}
+	spec := redisSpec(t, r, "redis-zz", Images.Redis.Resolve(t), RedisOptions{}, "")
+	spec.network, spec.aliases = &testcontainers.DockerNetwork{ID: created.ID, Name: name}, []string{"redis-zz"}
+	finishRedis(t, []*RedisNode{r}, startNodes(t, []nodeSpec{spec}))
+	before := r.HostAddr()
+	l := r.PacketLink("a")
+	if got := mustDo(t, ctx, dialPacket(t, ctx, l.Addr()), "PING"); got != "PONG" {
+		t.Fatalf("through the packet link: %q", got)
+	}
+	if after, err := mappedAddr(ctx, r.ctr, r.port); err != nil || after != before {
+		t.Fatalf("published port moved from %s to %s (%v) when the client address was added", before, after, err)
+	}
+	if _, err := r.do(ctx, "PING"); err != nil {
+		t.Fatalf("straight to the published port: %v", err)
+	}
 }
 
 // testRoutePacketLinks moves rs[0]'s address (with link a and its open
