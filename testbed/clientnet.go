@@ -120,15 +120,25 @@ func detachClientNet(ctx context.Context, n *Node) error {
 	return n.refreshIfUp(ctx)
 }
 
-// refreshIfUp re-reads the published port of a running node: attaching or
-// detaching a network can make Docker publish it again on another host
-// port (the mapping follows the container's first network by name), which
-// would leave HostAddr and the proxies pointing at a closed port.
+// refreshIfUp re-reads the published port of a running node after its
+// networks changed, and re-points HostAddr and the proxies only if it
+// moved (re-pointing resets the proxies' connections). Docker publishes a
+// container's ports through its gateway network, which the internal
+// client network never becomes, so the port is not expected to move; the
+// re-read keeps the node usable on a Docker that moves it anyway.
 func (n *Node) refreshIfUp(ctx context.Context) error {
-	if n.HostAddr() == "" { // killed or stopped: Start refreshes
+	old := n.HostAddr()
+	if old == "" { // killed or stopped: Start refreshes
 		return nil
 	}
-	return n.refresh(ctx)
+	addr, err := mappedAddr(ctx, n.ctr, n.port)
+	if err != nil {
+		return fmt.Errorf("testbed: %s: %w", n.name, err)
+	}
+	if addr != old {
+		n.setHostAddr(addr)
+	}
+	return nil
 }
 
 // createClientNet creates the client network (clientNet.mu held). Docker
