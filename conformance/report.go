@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"strings"
 	"time"
 )
@@ -79,9 +80,15 @@ func ReportDir() string {
 	}
 }
 
+// reportWrites serialises report writes: each rewrites the matrix from
+// every JSON file, which another write may be in the middle of.
+var reportWrites sync.Mutex
+
 // write saves this backend's JSON and regenerates the Markdown matrix from
 // every backend's JSON in the directory.
 func (r *Report) write(dir string) error {
+	reportWrites.Lock()
+	defer reportWrites.Unlock()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
