@@ -27,23 +27,38 @@ type FenceVerdict struct {
 }
 
 // CheckFences judges the fences of every successful acquisition in ops
-// against what kind promises. stateLost says that a server was killed or
-// failed over during the history: FenceMonotonic promises nothing across
-// that (its counters may restart or lag), FenceDurable still promises
-// everything. With FenceNone only uniqueness is checked.
-func CheckFences(ops []Op, kind distlock.FenceKind, stateLost bool, timeout time.Duration) FenceVerdict {
-	grants := 0
-	for _, op := range ops {
-		if op.Kind == OpAcquire && op.Outcome == OutcomeOK {
-			grants++
+// against what kind promises. lostAt (unix nanos; 0: never) is when a
+// server was first killed or failed over during the history:
+// FenceMonotonic promises nothing across that (its counters may restart or
+// lag), so only the operations that returned before it are checked;
+// FenceDurable still promises everything. With FenceNone only uniqueness
+// is checked.
+func CheckFences(ops []Op, kind distlock.FenceKind, lostAt int64, timeout time.Duration) (v FenceVerdict) {
+	countGrants := func(ops []Op) int {
+		n := 0
+		for _, op := range ops {
+			if op.Kind == OpAcquire && op.Outcome == OutcomeOK {
+				n++
+			}
 		}
+		return n
 	}
-	v := FenceVerdict{OK: true, Grants: grants}
-	if stateLost && kind != distlock.FenceDurable {
-		v.Detail = fmt.Sprintf("not checked: a server lost its state and fences are %v", kind)
+	grants := countGrants(ops)
+	v = FenceVerdict{OK: true, Grants: grants}
+	cutOff := lostAt != 0 && kind != distlock.FenceDurable
+	if cutOff {
+		ops = slices.DeleteFunc(slices.Clone(ops), func(op Op) bool { return op.Return >= lostAt })
+	}
+	if cutOff && countGrants(ops) == 0 {
+		v.Detail = fmt.Sprintf("not checked: a server lost its state before any grant and fences are %v", kind)
 		return v
 	}
 	v.Checked = true
+	defer func() {
+		if cutOff {
+			v.Detail += fmt.Sprintf(" (up to the first state loss; fences are %v)", kind)
+		}
+	}()
 	if dup := reusedFence(ops); dup != "" {
 		v.OK, v.Detail = false, dup
 		return v
@@ -95,13 +110,16 @@ func reusedFence(ops []Op) string {
 // measure; where a different limitation is documented (breaks), it is a
 // failure that limitation does not excuse, since the oracle already skips
 // histories in which the fence promise lapses (state loss).
-func (e *env) judgeFences(exp expectation, obs observation, stateLost bool) observation {
-	v := CheckFences(e.hist.Ops(), e.g.Fence, stateLost, 20*time.Second)
+func (e *env) judgeFences(exp expectation, obs observation, lostAt int64) observation {
+	v := CheckFences(e.hist.Ops(), e.g.Fence, lostAt, 20*time.Second)
 	if v.Grants == 0 {
 		return obs
 	}
 	note := "fence oracle: " + v.Detail
 	switch {
+	case v.OK && v.Inconclusive:
+		obs.inconclusive = true
+		obs.detail = joinDetail(obs.detail, note)
 	case v.OK:
 		obs.detail = joinDetail(obs.detail, note)
 	case exp.kind == "breaks":
@@ -124,9 +142,12 @@ func joinDetail(a, b string) string {
 	return a + "; " + b
 }
 
-// stateWatch records whether a scenario killed or failed over a server,
-// after which FenceMonotonic fences may go back as documented.
-type stateWatch struct{ lost atomic.Bool }
+// stateWatch records when a scenario first killed or failed over a
+// server, after which FenceMonotonic fences may go back as documented.
+type stateWatch struct{ lostAt atomic.Int64 } // unix nanos; 0: never
+
+// lose records the first state loss.
+func (w *stateWatch) lose() { w.lostAt.CompareAndSwap(0, time.Now().UnixNano()) }
 
 // watch returns a copy of h whose Servers and Failover mark w when a
 // server is killed or failed over; everything else is h's.
@@ -138,7 +159,7 @@ func (w *stateWatch) watch(h *Harness) *Harness {
 	}
 	if h.Failover != nil {
 		hh.Failover = func(ctx context.Context) error {
-			w.lost.Store(true)
+			w.lose()
 			return h.Failover(ctx)
 		}
 	}
@@ -152,7 +173,7 @@ type watchedServer struct {
 }
 
 func (s watchedServer) Kill(ctx context.Context) error {
-	s.w.lost.Store(true)
+	s.w.lose()
 	return s.Server.Kill(ctx)
 }
 

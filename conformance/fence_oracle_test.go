@@ -25,24 +25,26 @@ func TestCheckFences(t *testing.T) {
 	reused := []Op{grantOp(1, "k", 5, 0, 30), grantOp(2, "k", 5, 10, 20)} // overlapping: any order fits
 	zero := []Op{grantOp(1, "k", 0, 0, 10)}
 	for _, c := range []struct {
-		name      string
-		ops       []Op
-		kind      distlock.FenceKind
-		stateLost bool
-		ok        bool
-		checked   bool
-		wantIn    string
+		name    string
+		ops     []Op
+		kind    distlock.FenceKind
+		lostAt  int64
+		ok      bool
+		checked bool
+		wantIn  string
 	}{
-		{"increasing", seq, distlock.FenceMonotonic, false, true, true, "increasing"},
-		{"backwards", back, distlock.FenceMonotonic, false, false, true, "NOT linearizable"},
-		{"backwards durable after a restart", back, distlock.FenceDurable, true, false, true, "NOT linearizable"},
-		{"backwards monotonic after a restart", back, distlock.FenceMonotonic, true, true, false, "not checked"},
-		{"reused", reused, distlock.FenceMonotonic, false, false, true, "handed out twice"},
-		{"reused, no order promised", reused, distlock.FenceNone, false, false, true, "handed out twice"},
-		{"backwards, no order promised", back, distlock.FenceNone, false, true, true, "unique"},
-		{"zero", zero, distlock.FenceDurable, false, false, true, "fence 0"},
+		{"increasing", seq, distlock.FenceMonotonic, 0, true, true, "increasing"},
+		{"backwards", back, distlock.FenceMonotonic, 0, false, true, "NOT linearizable"},
+		{"backwards durable after a restart", back, distlock.FenceDurable, 15, false, true, "NOT linearizable"},
+		{"backwards monotonic after a restart between them", back, distlock.FenceMonotonic, 15, true, true, "up to the first state loss"},
+		{"backwards monotonic before a restart", back, distlock.FenceMonotonic, 35, false, true, "NOT linearizable"},
+		{"monotonic, restart before any grant", back, distlock.FenceMonotonic, 5, true, false, "not checked"},
+		{"reused", reused, distlock.FenceMonotonic, 0, false, true, "handed out twice"},
+		{"reused, no order promised", reused, distlock.FenceNone, 0, false, true, "handed out twice"},
+		{"backwards, no order promised", back, distlock.FenceNone, 0, true, true, "unique"},
+		{"zero", zero, distlock.FenceDurable, 0, false, true, "fence 0"},
 	} {
-		v := CheckFences(c.ops, c.kind, c.stateLost, time.Second)
+		v := CheckFences(c.ops, c.kind, c.lostAt, time.Second)
 		if v.OK != c.ok || v.Checked != c.checked || !strings.Contains(v.Detail, c.wantIn) {
 			t.Errorf("%s: %+v, want OK %v, checked %v, detail containing %q", c.name, v, c.ok, c.checked, c.wantIn)
 		}
@@ -105,6 +107,7 @@ func TestFenceOracleBitesEveryScenario(t *testing.T) {
 	}
 	failover := scenario{id: "SX", title: "failover", property: "FENCE", expect: always,
 		run: func(e *env) observation {
+			_ = e.h.Failover(e.ctx)
 			c := e.local("a")
 			for range 3 {
 				if _, err := c.Acquire(e.ctx, e.key, acquireReq{TTL: e.ttl}); err != nil {
@@ -112,7 +115,6 @@ func TestFenceOracleBitesEveryScenario(t *testing.T) {
 				}
 				_ = c.Release(e.ctx)
 			}
-			_ = e.h.Failover(e.ctx)
 			return heldObs("failed over")
 		}}
 	regress.Failover = func(context.Context) error { return nil }

@@ -117,7 +117,7 @@ func runScenario(t *testing.T, h *Harness, g distlock.Guarantees, sc scenario) R
 	e := newEnv(t, watch.watch(h), g, sc.id)
 	start := time.Now()
 	obs := sc.run(e)
-	obs = e.judgeFences(exp, obs, watch.lost.Load())
+	obs = e.judgeFences(exp, obs, watch.lostAt.Load())
 	res.Seconds = time.Since(start).Seconds()
 	res.Detail, res.Metrics = obs.detail, obs.metrics
 	if exp.reason != "" {
