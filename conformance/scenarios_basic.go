@@ -226,7 +226,7 @@ func staleCallsAfterRevoke(e *env, l distlock.Locker) string {
 	}
 	defer b.Release(e.ctx)
 	xerr := a.Extend(e.ctx, 5*e.ttl)
-	if xerr != nil && a.ValidUntil().After(time.Now()) {
+	if errors.Is(xerr, distlock.ErrLeaseLost) && a.ValidUntil().After(time.Now()) {
 		return fmt.Sprintf("the revoked holder's extension failed (%v) but its lease still claims exclusion for %v while another client holds the key",
 			xerr, time.Until(a.ValidUntil()).Round(time.Millisecond))
 	}

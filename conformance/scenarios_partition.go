@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -80,21 +81,31 @@ func partitionedWithClient(e *env, i int, prefix string) observation {
 	}
 	pv, fv := e.plain.read(), e.fenced.read()
 	name := e.h.Servers[i].Name()
+	rejoined := false
+	// Whatever happens, even an isolation that failed part-way, the
+	// server rejoins before the next scenario, on a context of its own.
+	e.t.Cleanup(func() {
+		if !rejoined {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := e.h.Rejoin(ctx, i); err != nil {
+				e.t.Errorf("rejoin %s after the scenario: %v", name, err)
+			}
+		}
+	})
 	if err := e.h.Isolate(e.ctx, i); err != nil {
 		e.t.Fatalf("isolate %s: %v", name, err)
 	}
 	name = e.h.Servers[i].Name() // a role may name its member while the fault is on
 	isolated := time.Now()
-	rejoined := false
 	rejoin := func() {
 		if !rejoined {
-			rejoined = true
 			if err := e.h.Rejoin(e.ctx, i); err != nil {
 				e.t.Fatalf("rejoin %s: %v", name, err)
 			}
+			rejoined = true
 		}
 	}
-	defer rejoin()
 	gb, berr := b.Acquire(withTimeout(e, 15*e.ttl), e.key, acquireReq{TTL: e.ttl, RetryMax: 50 * time.Millisecond})
 	took := time.Since(isolated)
 	if berr == nil {
