@@ -16,8 +16,7 @@ import (
 
 // closeTimeout bounds the closing of a connection: the Terminate message,
 // or the background clean-up pgx runs when a request was interrupted (see
-// conn.close), and that clean-up's dial for a cancel request (see
-// boundPgxDials).
+// conn.close; its cancel request is bounded by cancelTimeout).
 const closeTimeout = time.Second
 
 // conn is one connection of the Locker's pool. A lease or a waiting
@@ -63,12 +62,18 @@ func (c *conn) close() {
 // ownDial marks the context of the Locker's own connects (pool.dial).
 type ownDial struct{}
 
+// cancelTimeout bounds the cancel request pgx sends on a connection of its
+// own while it closes a connection whose request was interrupted: the
+// connect and the exchange together. The request is only a courtesy (the
+// connection is closed anyway, and the server checks its clients every
+// conn_check_interval), so it is kept short: Close waits for it.
+const cancelTimeout = 250 * time.Millisecond
+
 // boundPgxDials wraps cfg's dial function so that a dial pgx makes on its
-// own, for the cancel request it sends while closing a connection whose
-// request was interrupted, takes at most closeTimeout to connect and as
-// long again to be answered; a server that does not answer (partitioned)
-// would otherwise keep it for 15 s. The Locker's own connects (ctx
-// marked ownDial) are bounded by the request timeout instead.
+// own, for the cancel request, is bounded by cancelTimeout, connect and
+// exchange together; a server that does not answer (partitioned) would
+// otherwise keep it for 15 s. The Locker's own connects (ctx marked
+// ownDial) are bounded by the request timeout instead.
 func boundPgxDials(cfg *pgx.ConnConfig) {
 	dial := cfg.DialFunc
 	if dial == nil {
@@ -78,11 +83,12 @@ func boundPgxDials(cfg *pgx.ConnConfig) {
 		if ctx.Value(ownDial{}) != nil {
 			return dial(ctx, network, addr)
 		}
-		dctx, cancel := context.WithTimeout(ctx, closeTimeout)
+		deadline := time.Now().Add(cancelTimeout)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		nc, err := dial(dctx, network, addr)
 		if err == nil {
-			_ = nc.SetDeadline(time.Now().Add(closeTimeout))
+			_ = nc.SetDeadline(deadline)
 		}
 		return nc, err
 	}
