@@ -10,7 +10,8 @@ import (
 
 // TestCloseDuringSweep: Close while the pool's sweep is resetting the idle
 // timeout of a connection whose server does not answer (black-holed).
-// Close ends the reset at once instead of waiting out its 1 s timeout.
+// Close interrupts the reset and waits at most closeTimeout (1 s) for the
+// interrupted connection's clean-up, not for the server.
 func TestCloseDuringSweep(t *testing.T) {
 	s := startPostgres(t)
 	l := s.locker(t, "a", nil)
@@ -33,7 +34,7 @@ func TestCloseDuringSweep(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("Close took %v", took)
-	if took > 500*time.Millisecond {
+	if took > 1500*time.Millisecond {
 		t.Fatalf("Close took %v with a sweep's reset unanswered", took)
 	}
 }

@@ -8,12 +8,15 @@ import (
 )
 
 // TestDefaultTTL runs the TTL-sensitive scenarios once more at the
-// default TTL (distlock.DefaultTTL) on every backend, all at once, each
+// default TTL (distlock.DefaultTTL) on every backend, two at a time, each
 // lane of scenarios on servers of its own (conformance.RunDefaultTTL):
 // a timeout inside a library or server that does not scale with the TTL
 // cannot hide below the suite's short TTLs there. Redlock runs once, on
 // volatile masters (its other deployments differ only across restarts,
-// which these scenarios do not make).
+// which these scenarios do not make). The file's name sorts last: Go runs
+// a package's tests in file order, and this test's many servers come after
+// the per-backend suites, whose timing-sensitive scenarios ran into trouble
+// after them.
 func TestDefaultTTL(t *testing.T) {
 	testbed.RequireDocker(t)
 	conformance.RunDefaultTTL(t,
