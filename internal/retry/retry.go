@@ -1,4 +1,5 @@
-// Package retry is the blocking-acquire loop shared by every backend: one
+// Package retry is the blocking-acquire loop, its pacing and its
+// context-error joining (Ended), shared by the backends: one
 // attempt, then a wait that ends early on a push wake-up, with a random
 // delay that desynchronises competing clients, until ctx ends.
 package retry
