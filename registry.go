@@ -9,9 +9,9 @@ import (
 	"sync"
 )
 
-// Opener opens a Locker from a parsed URL. Backends register one per scheme.
-// An Opener must reject query parameters it does not know with an error
-// matching ErrInvalidArgument (see package internal/urlopt).
+// Opener opens a Locker from a parsed URL. Backends register one per scheme
+// with Register. An Opener must reject query parameters it does not know
+// with an error matching ErrInvalidArgument (see package internal/urlopt).
 type Opener func(ctx context.Context, u *url.URL) (Locker, error)
 
 var registry = struct {
@@ -19,9 +19,11 @@ var registry = struct {
 	openers map[string]Opener
 }{openers: map[string]Opener{}}
 
-// Register makes a backend available to Open under scheme. It is meant to
-// be called from a backend package's init. It panics if scheme is empty,
-// opener is nil, or the scheme is already registered, as database/sql does.
+// Register makes a backend available to Open under scheme (matched without
+// regard to case). It is meant to be called from a backend package's init,
+// so that importing the package registers its schemes; the root package
+// keeps no list of backends. It panics if scheme is empty, opener is nil,
+// or the scheme is already registered, as database/sql does.
 func Register(scheme string, opener Opener) {
 	scheme = strings.ToLower(scheme)
 	if scheme == "" || opener == nil {
@@ -35,7 +37,8 @@ func Register(scheme string, opener Opener) {
 	registry.openers[scheme] = opener
 }
 
-// Schemes lists the registered schemes, sorted.
+// Schemes lists the registered schemes, sorted; it is empty until a
+// backend package is imported.
 func Schemes() []string {
 	registry.RLock()
 	defer registry.RUnlock()
@@ -48,10 +51,14 @@ func Schemes() []string {
 }
 
 // Open opens a Locker from a URL such as "mem://", "redis://host:6379/0?ttl=10s"
-// or "redlock://h1:6379,h2:6379,h3:6379". Import the backend packages to
-// register their schemes, or github.com/distlock/distlock/all for every one.
-// A malformed URL, an unknown scheme (the error names the import to add) or
-// an unknown query parameter returns an error matching ErrInvalidArgument.
+// or "redlock://h1:6379,h2:6379,h3:6379". The root package registers no
+// scheme: import the backend packages whose schemes you use, or
+// github.com/distlock/distlock/all for every one.
+//
+// A malformed URL, a URL without a scheme, an unregistered scheme or an
+// unknown query parameter returns an error matching ErrInvalidArgument;
+// for an unregistered scheme it names the registered ones. Other errors
+// are the backend Opener's.
 func Open(ctx context.Context, rawURL string) (Locker, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -65,19 +72,8 @@ func Open(ctx context.Context, rawURL string) (Locker, error) {
 	opener := registry.openers[scheme]
 	registry.RUnlock()
 	if opener == nil {
-		imp := "github.com/distlock/distlock/all"
-		if pkg, ok := schemePackages[scheme]; ok {
-			imp = "github.com/distlock/distlock/" + pkg
-		}
-		return nil, fmt.Errorf("%w: unknown scheme %q (forgotten import? add import _ %q; registered: %v)",
-			ErrInvalidArgument, scheme, imp, Schemes())
+		return nil, fmt.Errorf("%w: unknown scheme %q: import the backend package that registers it, or %q for every backend (registered: %s)",
+			ErrInvalidArgument, scheme, "github.com/distlock/distlock/all", strings.Join(Schemes(), ", "))
 	}
 	return opener(ctx, u)
-}
-
-// schemePackages names the package that registers each built-in scheme,
-// so that Open's error for an unregistered one names the import to add.
-var schemePackages = map[string]string{
-	"mem": "memlock", "redis": "redissingle", "rediss": "redissingle", "redlock": "redlock",
-	"postgres": "pgadvisory", "postgresql": "pgadvisory", "etcd": "etcdlock", "zk": "zklock",
 }

@@ -11,15 +11,32 @@ import (
 	"github.com/distlock/distlock"
 )
 
-func TestOpenUnknownSchemeNamesTheImport(t *testing.T) {
-	_, err := distlock.Open(context.Background(), "nosuch://host")
-	if !errors.Is(err, distlock.ErrInvalidArgument) || !strings.Contains(err.Error(), "github.com/distlock/distlock/all") {
-		t.Fatalf("got %v", err)
+// TestOpenUnknownScheme checks that Open of a scheme nobody registered
+// returns a one-line error matching ErrInvalidArgument that names the
+// registered schemes and the package registering every backend, and that
+// the root package knows no backend: a built-in scheme whose package is
+// not imported gets the same generic hint.
+func TestOpenUnknownScheme(t *testing.T) {
+	open := func(context.Context, *url.URL) (distlock.Locker, error) { return nil, nil }
+	distlock.Register("hinttest", open)
+	for _, raw := range []string{"nosuch://host", "etcd://h:2379"} {
+		_, err := distlock.Open(context.Background(), raw)
+		if !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") || !strings.Contains(msg, "hinttest") || !strings.Contains(msg, `"github.com/distlock/distlock/all"`) {
+			t.Errorf("%s: want one line naming the registered schemes and the all package, got %q", raw, msg)
+		}
+		if strings.Contains(msg, "etcdlock") {
+			t.Errorf("%s: the root package names a backend package: %q", raw, msg)
+		}
 	}
-	// The root package registers nothing: a built-in scheme names its own package.
-	if _, err := distlock.Open(context.Background(), "etcd://h:2379"); !errors.Is(err, distlock.ErrInvalidArgument) || !strings.Contains(err.Error(), `"github.com/distlock/distlock/etcdlock"`) {
-		t.Fatalf("etcd without its import: %v", err)
-	}
+}
+
+// TestOpenMalformedURL checks that a URL without a scheme or that does not
+// parse returns an error matching ErrInvalidArgument.
+func TestOpenMalformedURL(t *testing.T) {
 	if _, err := distlock.Open(context.Background(), "no-scheme"); !errors.Is(err, distlock.ErrInvalidArgument) {
 		t.Fatalf("no scheme: %v", err)
 	}
