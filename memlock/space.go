@@ -130,7 +130,21 @@ func (s *space) subscribe(key string) (<-chan struct{}, func()) {
 	}
 }
 
-// wakeAll wakes every waiter (used by Close so blocked calls see ErrClosed).
+// revoke frees key whoever holds it and tells the holder's lease it is
+// lost; it reports whether the key was held.
+func (s *space) revoke(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.keys[key]
+	if e == nil || !e.held(time.Now()) {
+		return false
+	}
+	s.freeLocked(key, e, errRevoked)
+	return true
+}
+
+// wakeAll wakes every waiter of the space, so that those of a closed
+// Locker see it closed and the others look again and wait on.
 func (s *space) wakeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
