@@ -81,18 +81,6 @@ func maxU(a, b uint64) uint64 {
 	return b
 }
 
-func ExampleRegister() {
-	var balance fencing.Register[int]
-	_ = balance.Write(7, 100)   // holder with fence 7
-	err := balance.Write(6, 50) // a paused former holder wakes up
-	fmt.Println(err)
-	v, fence := balance.Read()
-	fmt.Println(v, fence)
-	// Output:
-	// fencing: stale fence 6, highest accepted 7
-	// 100 7
-}
-
 // TestFenceZeroIsAlwaysRejected: no Lease issues fence 0; it is what an
 // unset fence reads as, so a register or guard that has accepted nothing
 // yet still refuses it.
