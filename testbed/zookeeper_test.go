@@ -38,9 +38,10 @@ type zkNoLog struct{}
 func (zkNoLog) Printf(string, ...any) {}
 
 // TestZooKeeperEnsemble: three servers form one quorum reachable through
-// per-client links; killing the leader leaves a serving quorum with a new
-// leader; a restarted server rejoins with its data; a clock jump moves the
-// server's wall clock (znode ctime) and 0 restores it.
+// per-client links; a clock jump moves the servers' wall clocks (znode
+// ctime) and 0 restores it; killing the leader leaves a serving quorum
+// with a new leader; a restarted server rejoins with its data; a link
+// fault hits only its own client.
 func TestZooKeeperEnsemble(t *testing.T) {
 	RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -59,10 +60,16 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	if _, err := c.Create("/before", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
+	checkClockJump(ctx, t, e, c)
+	direct := checkLeaderKill(ctx, t, e, c, leader)
+	checkLinkFault(t, e, direct)
+}
 
-	// A jump of +1h shows in the ctime of a new node; 0 restores it.
-	// Every server applies the create with its own clock, the leader's
-	// is in the transaction; jump them all.
+// checkClockJump: a jump of +1h shows in the ctime of a new node; 0
+// restores it. Every server applies the create with its own clock (the
+// leader's is in the transaction), so the jump is made on all of them.
+func checkClockJump(ctx context.Context, t *testing.T, e *ZooKeeperEnsemble, c *zk.Conn) {
+	t.Helper()
 	for _, n := range e.Nodes {
 		if err := n.ClockJump(ctx, time.Hour); err != nil {
 			t.Fatal(err)
@@ -85,13 +92,20 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	if _, st, err = c.Get("/restored"); err != nil || time.Since(time.UnixMilli(st.Ctime)).Abs() > 5*time.Minute {
 		t.Fatalf("ctime after restoring the clock: %v (%v)", time.UnixMilli(st.Ctime), err)
 	}
+}
 
-	// Kill the leader: the two others elect a new one and keep serving.
+// checkLeaderKill kills the leader: the two others elect a new one and
+// keep serving; the restarted server serves the data written before and
+// during its absence. It returns a client connected to that server
+// directly.
+func checkLeaderKill(ctx context.Context, t *testing.T, e *ZooKeeperEnsemble, c *zk.Conn, leader int) *zk.Conn {
+	t.Helper()
 	old := e.Nodes[leader]
 	if err := old.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var newLeader int
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		newLeader, err = e.Leader(ctx)
@@ -112,18 +126,22 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	if err := old.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The restarted server serves the data written before and during its absence.
 	direct := zkConnect(t, []string{old.Link("direct").Addr()})
 	for _, p := range []string{"/before", "/during"} {
 		if ok, _, err := direct.Exists(p); err != nil || !ok {
 			t.Fatalf("restarted server: %s exists %v, %v", p, ok, err)
 		}
 	}
+	return direct
+}
 
-	// A link fault hits only its client.
-	e.Nodes[0].Link("a").Blackhole()
-	e.Nodes[1].Link("a").Blackhole()
-	e.Nodes[2].Link("a").Blackhole()
+// checkLinkFault: blackholing every server's link of client "a" leaves
+// another client's (direct) link serving.
+func checkLinkFault(t *testing.T, e *ZooKeeperEnsemble, direct *zk.Conn) {
+	t.Helper()
+	for _, n := range e.Nodes {
+		n.Link("a").Blackhole()
+	}
 	if ok, _, err := direct.Exists("/before"); err != nil || !ok {
 		t.Fatalf("another client's link was hit: %v %v", ok, err)
 	}
