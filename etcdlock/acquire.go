@@ -33,10 +33,10 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	if !l.enter() {
-		return nil, errClosed
+	if !l.lc.Enter() {
+		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	var last error
 	for {
 		if err := ctx.Err(); err != nil {
@@ -56,7 +56,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 		t := time.NewTimer(retry.Delay(o.RetryMin, o.RetryMax))
 		select {
 		case <-ctx.Done():
-		case <-l.closing.Done():
+		case <-l.lc.Closing().Done():
 		case <-t.C:
 		}
 		t.Stop()
@@ -142,12 +142,12 @@ func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64
 		switch {
 		case ctx.Err() != nil:
 			return giveUp(ctxErr(ctx, err))
-		case l.closing.Fired():
-			return giveUp(errClosed)
+		case l.lc.Closing().Fired():
+			return giveUp(distlock.ErrClosed)
 		case s.isDead():
 			return giveUp(errors.Join(ErrSessionExpired, s.err()))
 		case err != nil:
-			sleep(ctx, retry.Delay(o.RetryMin, o.RetryMax))
+			_ = retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil)
 			recheck = true
 			continue
 		}
@@ -201,8 +201,8 @@ func (l *Locker) watch(ctx context.Context, s *session, pred *entry, read int64)
 		switch {
 		case ctx.Err() != nil:
 			return 0, errors.Join(distlock.ErrNotAcquired, ctx.Err())
-		case l.closing.Fired():
-			return 0, errClosed
+		case l.lc.Closing().Fired():
+			return 0, distlock.ErrClosed
 		case s.isDead():
 			return 0, errors.Join(ErrSessionExpired, s.err())
 		case !ok || wr.Canceled || wr.Err() != nil:

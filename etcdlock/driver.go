@@ -118,13 +118,12 @@ func (d *driver) reapCheck() {
 		d.mu.Unlock()
 		return
 	}
-	if errors.Is(err, distlock.ErrReleased) || !d.l.enter() {
+	if errors.Is(err, distlock.ErrReleased) {
 		return
 	}
-	go func() {
-		defer d.l.wg.Done()
-		_, _ = d.deleteOnce(d.l.closing.Context(), false) // on failure, Release tries again
-	}()
+	d.l.lc.Go(func() {
+		_, _ = d.deleteOnce(d.l.lc.Closing().Context(), false) // on failure, Release tries again
+	})
 }
 
 // finish detaches the lock from its session, once. The Locker keeps it
@@ -163,10 +162,10 @@ func (d *driver) forget() {
 // still exists with our create revision. The new validity is the start
 // plus min(ttl, the session's TTL) minus drift.
 func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
-	if !d.l.enter() {
-		return time.Time{}, unavailable("extend", errClosed)
+	if !d.l.lc.Enter() {
+		return time.Time{}, unavailable("extend", distlock.ErrClosed)
 	}
-	defer d.l.wg.Done()
+	defer d.l.lc.Leave()
 	start := time.Now()
 	r := d.s.renewAfter(start)
 	var resp *clientv3.TxnResponse
@@ -224,10 +223,10 @@ func (d *driver) Release(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	d.forget()
-	if !d.l.enter() {
-		return unavailable("release", errClosed)
+	if !d.l.lc.Enter() {
+		return unavailable("release", distlock.ErrClosed)
 	}
-	defer d.l.wg.Done()
+	defer d.l.lc.Leave()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	found, err := d.deleteOnce(cctx, held)
@@ -262,13 +261,11 @@ func (d *driver) leaseAlive(ctx context.Context) bool {
 
 // abandonRelease keeps deleting a released lock's entry in the background.
 func (l *Locker) abandonRelease(d *driver) {
-	if !l.enter() {
-		d.finish()
-		return
-	}
-	go func() {
-		defer l.wg.Done()
-		_, _ = d.deleteOnce(l.closing.Context(), false)
+	started := l.lc.Go(func() {
+		_, _ = d.deleteOnce(l.lc.Closing().Context(), false)
 		d.finish() // deleted, or the Locker closed: either way, done with it
-	}()
+	})
+	if !started {
+		d.finish()
+	}
 }

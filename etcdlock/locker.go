@@ -68,10 +68,9 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
-	"github.com/distlock/distlock/internal/stop"
+	"github.com/distlock/distlock/internal/lifecycle"
+	"github.com/distlock/distlock/internal/retry"
 )
-
-var errClosed = distlock.ErrClosed
 
 // Locker hands out leases on etcd. It is safe for concurrent use.
 type Locker struct {
@@ -79,16 +78,15 @@ type Locker struct {
 	ownClient bool // close cli at Close (opened from a URL)
 	opts      Options
 
-	closing *stop.Signal // fired by Close; background work derives its contexts from it
+	// lc is the open/closed state: calls in flight, the goroutines
+	// (session renewals, clean-ups, the stream keeper), the closing signal
+	// background work derives its contexts from, and the watchdogs.
+	lc lifecycle.Lifecycle
 
 	mu       sync.Mutex
-	closed   bool
 	keeping  bool                         // the stream keeper runs (stream.go)
 	sessions map[time.Duration][]*session // by TTL
 	held     map[distlock.Lease]*driver
-
-	wg        sync.WaitGroup // calls in flight, session goroutines, clean-ups
-	watchdogs lease.Group    // of the leases handed out; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -105,8 +103,9 @@ func New(cli *clientv3.Client, opts *Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{cli: cli, opts: o, closing: stop.New(),
-		sessions: map[time.Duration][]*session{}, held: map[distlock.Lease]*driver{}}, nil
+	l := &Locker{cli: cli, opts: o, sessions: map[time.Duration][]*session{}, held: map[distlock.Lease]*driver{}}
+	l.lc.Init()
+	return l, nil
 }
 
 // Client is the etcd client the Locker uses.
@@ -147,32 +146,12 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 // opened from a URL is closed. Later calls return ErrClosed. Close is
 // idempotent and returns nil.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	l.mu.Unlock()
-	l.watchdogs.Close()
-	l.closing.Fire()
-	l.wg.Wait()
-	if l.ownClient {
-		_ = l.cli.Close()
-	}
+	l.lc.Close(lifecycle.Hooks{Release: func() {
+		if l.ownClient {
+			_ = l.cli.Close()
+		}
+	}})
 	return nil
-}
-
-// enter registers a call; it reports false if the Locker is closed. Every
-// true return must be matched by l.wg.Done.
-func (l *Locker) enter() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Add(1)
-	return true
 }
 
 // do runs one request, retrying tries that fail (each bounded by the try
@@ -200,11 +179,11 @@ func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tri
 		select {
 		case <-stop:
 			return maybe, err
-		case <-l.closing.Done():
-			return maybe, errors.Join(errClosed, err)
+		case <-l.lc.Closing().Done():
+			return maybe, errors.Join(distlock.ErrClosed, err)
 		default:
 		}
-		sleep(ctx, time.Millisecond+rand.N(4*time.Millisecond))
+		_ = retry.Wait(ctx, time.Millisecond+rand.N(4*time.Millisecond), nil)
 	}
 }
 
@@ -234,7 +213,7 @@ func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int6
 	d := &driver{l: l, s: s, key: key, my: my, rev: rev, ttl: o.TTL, deleting: make(chan struct{}, 1)}
 	ls, err := lease.Grant(ctx, lease.Config{
 		Key: key, Token: token, Fence: uint64(rev), Start: start, ValidUntil: vu,
-		Options: o, Driver: d, Group: &l.watchdogs,
+		Options: o, Driver: d, Group: l.lc.Watchdogs(),
 	})
 	if err != nil {
 		return nil, err
@@ -261,13 +240,9 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 	if rev == 0 {
 		l.retire(s, key)
 	}
-	if !l.enter() {
-		return // Close revokes unused leases; the others expire
-	}
-	go func() {
-		defer l.wg.Done()
-		l.deleteEntry(l.closing.Context(), s, key, rev)
-	}()
+	// Once Close has begun nothing is started: Close revokes unused
+	// leases; the others expire.
+	l.lc.Go(func() { l.deleteEntry(l.lc.Closing().Context(), s, key, rev) })
 }
 
 // deleteEntry deletes the entry of key on s, retrying, then frees the key

@@ -9,6 +9,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // session is one etcd lease shared by the locks and waiters of a Locker
@@ -134,11 +137,10 @@ func (s *session) renewAfter(t time.Time) *round {
 // as two Mutexes on one concurrency.Session do).
 func (l *Locker) session(ctx context.Context, ttl time.Duration, key string) (*session, error) {
 	for {
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			return nil, errClosed
+		if l.lc.Closed() {
+			return nil, distlock.ErrClosed
 		}
+		l.mu.Lock()
 		var s *session
 		for _, c := range l.sessions[ttl] {
 			if !c.retired && !c.keys[key] && !c.isDead() {
@@ -186,14 +188,14 @@ func (s *session) grant(ctx context.Context) {
 	if err == nil && resp.TTL*int64(time.Second) < int64(s.ttl) {
 		err = fmt.Errorf("server granted %ds, less than the TTL %v", resp.TTL, s.ttl)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err == nil && l.closed {
-		err = errClosed
+	if err == nil && l.lc.Closed() {
+		err = distlock.ErrClosed
 	}
 	if err != nil {
 		s.grantErr = unavailable("grant lease", err)
+		l.mu.Lock()
 		s.dropLocked()
+		l.mu.Unlock()
 		if resp != nil && resp.ID != 0 {
 			l.revokeLater(resp.ID)
 		}
@@ -206,9 +208,12 @@ func (s *session) grant(ctx context.Context) {
 	s.cur = &round{sent: sent, done: make(chan struct{})}
 	close(s.cur.done)
 	s.mu.Unlock()
+	l.mu.Lock()
 	s.idleAt = time.Now()
-	l.wg.Add(1)
-	go s.run()
+	l.mu.Unlock()
+	if !l.lc.Go(s.run) {
+		s.closeDown() // Close began after the check above
+	}
 }
 
 // dropLocked removes s from its pool; l.mu is held.
@@ -255,7 +260,6 @@ func (l *Locker) retire(s *session, key string) {
 // session is unused (idle for a TTL, or retired): then it revokes it.
 func (s *session) run() {
 	l := s.l
-	defer l.wg.Done()
 	interval := renewInterval(s.ttl)
 	for {
 		s.mu.Lock()
@@ -285,12 +289,9 @@ func (s *session) run() {
 		}
 		t := time.NewTimer(due)
 		select {
-		case <-l.closing.Done():
+		case <-l.lc.Closing().Done():
 			t.Stop()
-			l.mu.Lock()
-			unused := len(s.keys) == 0 && len(s.locks) == 0
-			l.mu.Unlock()
-			s.die(errClosedKeepAlive, unused)
+			s.closeDown()
 			return
 		case <-s.kick:
 		case <-t.C:
@@ -320,19 +321,19 @@ func (s *session) renew() bool {
 		if dl.Before(tdl) {
 			tdl = dl
 		}
-		tctx, cancel := context.WithDeadline(l.closing.Context(), tdl)
+		tctx, cancel := context.WithDeadline(l.lc.Closing().Context(), tdl)
 		_, err = l.cli.KeepAliveOnce(tctx, s.id)
 		cancel()
 		switch {
 		case err == nil:
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			err = ErrLeaseNotFound
-		case l.closing.Fired():
+		case l.lc.Closing().Fired():
 			err = errClosedKeepAlive
 		case !time.Now().Before(dl):
 			err = fmt.Errorf("%w: keepalives failed for a TTL (last: %v)", ErrSessionExpired, err)
 		default:
-			sleep(l.closing.Context(), 5*time.Millisecond)
+			_ = retry.Wait(l.lc.Closing().Context(), 5*time.Millisecond, nil)
 			continue
 		}
 		break
@@ -379,7 +380,7 @@ func (s *session) sweep() {
 	l.mu.Unlock()
 	for len(ops) > 0 {
 		n := min(len(ops), sweepBatch)
-		ctx, cancel := context.WithTimeout(l.closing.Context(), l.opts.tryTimeout(s.ttl))
+		ctx, cancel := context.WithTimeout(l.lc.Closing().Context(), l.opts.tryTimeout(s.ttl))
 		_, _ = l.cli.Txn(ctx).Then(ops[:n]...).Commit()
 		cancel()
 		ops = ops[n:]
@@ -424,27 +425,22 @@ func (s *session) die(cause error, revoke bool) {
 	}
 }
 
-// revokeLater revokes a lease granted for nothing (its grant raced with
-// Close or failed after the server granted it). l.mu is held.
-func (l *Locker) revokeLater(id clientv3.LeaseID) {
-	if l.closed {
-		return // it expires after its TTL
-	}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(l.closing.Context(), l.opts.RequestTimeout)
-		defer cancel()
-		_, _ = l.cli.Revoke(ctx, id)
-	}()
+// closeDown ends the session because the Locker is closing: its locks are
+// lost, and its lease is revoked if nothing uses it.
+func (s *session) closeDown() {
+	s.l.mu.Lock()
+	unused := len(s.keys) == 0 && len(s.locks) == 0
+	s.l.mu.Unlock()
+	s.die(errClosedKeepAlive, unused)
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+// revokeLater revokes a lease granted for nothing (its grant raced with
+// Close or failed after the server granted it) in the background; once
+// Close has begun it does nothing, and the lease expires after its TTL.
+func (l *Locker) revokeLater(id clientv3.LeaseID) {
+	l.lc.Go(func() {
+		ctx, cancel := context.WithTimeout(l.lc.Closing().Context(), l.opts.RequestTimeout)
+		defer cancel()
+		_, _ = l.cli.Revoke(ctx, id)
+	})
 }

@@ -39,22 +39,20 @@ const (
 // waitContext is the context of a wait's watch, from which the client
 // derives the stream it uses (the metadata must match the keeper's).
 func (l *Locker) waitContext() context.Context {
-	return clientv3.WithRequireLeader(l.closing.Context())
+	return clientv3.WithRequireLeader(l.lc.Closing().Context())
 }
 
 // keepStream starts the stream keeper once; it runs until Close. It does
 // nothing if the Locker is closing.
 func (l *Locker) keepStream() {
 	l.mu.Lock()
-	if l.keeping || l.closed {
+	if l.keeping {
 		l.mu.Unlock()
 		return
 	}
 	l.keeping = true
-	l.wg.Add(1)
 	l.mu.Unlock()
-	go func() {
-		defer l.wg.Done()
+	l.lc.Go(func() {
 		b := retry.Backoff{Min: keeperRetryMin, Max: keeperRetryMax}
 		for {
 			start := time.Now()
@@ -66,9 +64,9 @@ func (l *Locker) keepStream() {
 			if time.Since(start) > keeperRetryMax {
 				b.Reset()
 			}
-			if !b.Wait(l.closing.Done()) {
+			if !b.Wait(l.lc.Closing().Done()) {
 				return
 			}
 		}
-	}()
+	})
 }

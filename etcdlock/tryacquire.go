@@ -36,10 +36,10 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	if !l.enter() {
-		return nil, errClosed
+	if !l.lc.Enter() {
+		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(distlock.ErrNotAcquired, err)
 	}
