@@ -45,12 +45,14 @@ type Guarantees struct {
 	// ServerClockSafety: no server's wall clock decides when a lease
 	// ends: a server whose clock jumps forward does not expire a live
 	// lease, and one set back does not keep a dead holder's lock (the
-	// servers time sessions on a monotonic clock). S20 and S21.
+	// servers time sessions on a monotonic clock). Scenarios S20 and S21
+	// of docs/conformance.md check it.
 	ServerClockSafety bool
 
-	// Fence is the kind of fencing token issued; FenceScope says over
-	// what it is ordered ("key", "server", "cluster").
-	Fence      FenceKind
+	// Fence is the kind of fencing token issued.
+	Fence FenceKind
+	// FenceScope says over what the fences are ordered ("key", "server",
+	// "cluster", ...): two fences compare only within one scope.
 	FenceScope string
 
 	// ToleratedFailures is the number of servers that may be down while
@@ -84,7 +86,7 @@ type Guarantees struct {
 	// session (a connection, an etcd lease, a ZooKeeper session) that
 	// expires when the waiter is cut off; the waiter then returns an error
 	// promptly instead of waiting on, and its entry never blocks others
-	// (S26).
+	// (scenario S26 of docs/conformance.md).
 	WaiterSessions bool
 
 	// CrossProcess: several processes can contend through this backend

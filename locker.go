@@ -28,7 +28,9 @@ type Locker interface {
 
 	// TryAcquire makes one attempt. If another holder has the key, the
 	// error matches ErrNotAcquired; if the backend cannot be reached, it
-	// matches ErrUnavailable.
+	// matches ErrUnavailable. A ctx already ended returns an error
+	// matching ErrNotAcquired and ctx.Err(); invalid arguments and a
+	// closed Locker fail as for Acquire.
 	TryAcquire(ctx context.Context, key string, opts ...Option) (Lease, error)
 
 	// Guarantees reports what this backend promises, as configured.
@@ -37,8 +39,10 @@ type Locker interface {
 	// Close releases the Locker's connections and stops the automatic
 	// extension of its leases, waiting for every goroutine it started.
 	// Leases still held are not released by Close; they expire after
-	// their TTL. Calls after Close
-	// return ErrClosed. Close is idempotent.
+	// their TTL. TryAcquire and Acquire after Close return an error
+	// matching ErrClosed, and an Acquire blocked when Close begins returns
+	// before Close does. Close is idempotent; its error, if any, comes
+	// from closing the backend's connections.
 	Close() error
 }
 

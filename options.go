@@ -45,7 +45,9 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 }
 
-// DefaultOptions returns the library defaults.
+// DefaultOptions returns the library defaults: TTL DefaultTTL, no
+// automatic extension, MaxHold DefaultMaxHold, retry delay between
+// DefaultRetryMin and DefaultRetryMax.
 func DefaultOptions() Options {
 	return Options{TTL: DefaultTTL, MaxHold: DefaultMaxHold, RetryMin: DefaultRetryMin, RetryMax: DefaultRetryMax}
 }
@@ -72,11 +74,16 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Option changes one per-call setting.
+// Option changes one per-call setting. Options are applied in order over
+// the Locker's defaults (those of its URL or constructor); a nil Option is
+// skipped. An out-of-range result is rejected by the call that receives
+// it, with an error matching ErrInvalidArgument.
 type Option func(*Options)
 
-// WithTTL sets the lease time-to-live. ttl <= 0 or below MinTTL is
-// rejected with ErrInvalidArgument by the call that receives it.
+// WithTTL sets the lease time-to-live. Without it a call uses the
+// Locker's default: DefaultTTL unless the Locker's URL (ttl=10s) or
+// constructor set one. ttl <= 0 or below MinTTL is rejected with
+// ErrInvalidArgument by the call that receives it.
 func WithTTL(ttl time.Duration) Option { return func(o *Options) { o.TTL = ttl } }
 
 // WithAutoExtend turns on the watchdog: the lease is extended every TTL/3
@@ -100,7 +107,11 @@ func WithAutoExtend(maxHold time.Duration) Option {
 }
 
 // WithRetryDelay bounds the random delay between attempts of a blocking
-// Acquire. Rejected with ErrInvalidArgument unless 0 < min <= max.
+// Acquire. Without it a call uses the Locker's default: DefaultRetryMin
+// and DefaultRetryMax unless the Locker's URL (retry_min, retry_max) or
+// constructor set them. Backends that are woken by the release itself and
+// never poll ignore it. Rejected with ErrInvalidArgument unless
+// 0 < min <= max.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(o *Options) { o.RetryMin, o.RetryMax = min, max }
 }
@@ -135,6 +146,7 @@ func (o Options) Validate() error {
 
 // ResolveFor checks key (CheckKey) and resolves opts over base (Resolve):
 // the argument checks every backend makes at the top of an acquisition.
+// Either failing returns an error matching ErrInvalidArgument.
 func (base Options) ResolveFor(key string, opts ...Option) (Options, error) {
 	if err := CheckKey(key); err != nil {
 		return Options{}, err

@@ -60,6 +60,8 @@ func (r *Register[T]) Write(fence uint64, v T) error {
 
 // Update applies f to the current value under the register's lock if fence
 // is not stale: a read-modify-write that a stale holder cannot complete.
+// A stale fence, or 0, returns a *StaleFenceError (matching ErrStaleFence)
+// and does not call f.
 func (r *Register[T]) Update(fence uint64, f func(T) T) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -70,7 +72,8 @@ func (r *Register[T]) Update(fence uint64, f func(T) T) error {
 	return nil
 }
 
-// Read returns the value and the highest fence accepted.
+// Read returns the value and the highest fence accepted (the zero value
+// and 0 before the first write).
 func (r *Register[T]) Read() (T, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -27,15 +27,20 @@ type SQLDB interface {
 // StdDB is the part of *sql.DB, *sql.Tx and *sql.Conn that DatabaseSQL
 // uses.
 type StdDB interface {
+	// ExecContext is (*sql.DB).ExecContext.
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	// QueryRowContext is (*sql.DB).QueryRowContext.
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// DatabaseSQL adapts a database/sql handle to SQLDB.
+// DatabaseSQL adapts a database/sql handle to SQLDB. Its errors are the
+// handle's, unchanged.
 func DatabaseSQL(db StdDB) SQLDB { return stdDB{db} }
 
+// stdDB is the SQLDB of a database/sql handle.
 type stdDB struct{ db StdDB }
 
+// Exec runs query with ExecContext and returns RowsAffected.
 func (s stdDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	res, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
@@ -44,6 +49,7 @@ func (s stdDB) Exec(ctx context.Context, query string, args ...any) (int64, erro
 	return res.RowsAffected()
 }
 
+// QueryRow scans the first row into dest; sql.ErrNoRows is found false.
 func (s stdDB) QueryRow(ctx context.Context, query string, args []any, dest ...any) (bool, error) {
 	err := s.db.QueryRowContext(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -75,9 +81,13 @@ const (
 // yourself if needed). FenceColumn must hold 64-bit integers (bigint) and
 // start at 0 for new rows. The zero value of Placeholders is Dollar.
 type SQLGuard struct {
+	// Table is the table of the fenced rows, KeyColumn the column naming
+	// a row's key and FenceColumn the bigint column holding the fence of
+	// its last write. All three are required.
 	Table, KeyColumn, FenceColumn string
 	// ValueColumn is the column Write and Read use; Update does not need it.
-	ValueColumn  string
+	ValueColumn string
+	// Placeholders is the SQL dialect's parameter style; default Dollar.
 	Placeholders Placeholders
 }
 

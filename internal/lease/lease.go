@@ -40,14 +40,21 @@ type Driver interface {
 
 // Config describes a freshly acquired lease.
 type Config struct {
+	// Key is the key held; Token the ownership value written with it
+	// (NewToken); Fence the fencing token minted for this acquisition.
 	Key, Token string
 	Fence      uint64
 	// Start is the monotonic instant taken before the acquisition's
 	// first request; MaxHold counts from it.
-	Start      time.Time
+	Start time.Time
+	// ValidUntil is the conservative end of exclusion the acquisition
+	// measured (validity.Until).
 	ValidUntil time.Time
-	Options    distlock.Options
-	Driver     Driver
+	// Options are the call's resolved options: TTL for extensions,
+	// AutoExtend and MaxHold for the watchdog.
+	Options distlock.Options
+	// Driver performs Extend and Release on the backend.
+	Driver Driver
 	// OnEnd, if set, is called once when the lease ends (released or
 	// lost), after Done is closed, with no lock of the lease held. It must
 	// not block. Backends use it to let the next local caller proceed.

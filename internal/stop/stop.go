@@ -67,6 +67,8 @@ func (s *Signal) Context() context.Context { return signalContext{s} }
 // starting a goroutine to watch Done.
 type signalContext struct{ s *Signal }
 
+// Deadline, Done, Value and Err implement context.Context: no deadline,
+// no values, Done closed and Err context.Canceled once the signal fires.
 func (signalContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (c signalContext) Done() <-chan struct{}     { return c.s.done }
 func (signalContext) Value(any) any               { return nil }
@@ -102,4 +104,5 @@ func (c signalContext) AfterFunc(f func()) func() bool {
 	}
 }
 
+// String names the context, as the context package's own types do.
 func (signalContext) String() string { return "stop.Signal.Context" }

@@ -14,6 +14,10 @@ import (
 )
 
 // Params reads query parameters once each and remembers the first error.
+// The getters (String, Duration, Int, Float, Bool) return the parameter's
+// last value, or def when it is absent; a parameter given twice, or a
+// value that does not parse (def is returned then), becomes the first
+// error, matching distlock.ErrInvalidArgument, that Done returns.
 type Params struct {
 	values url.Values
 	used   map[string]bool
@@ -32,6 +36,8 @@ func New(u *url.URL) *Params {
 	return p
 }
 
+// raw marks name read and returns its last value; a repeated parameter
+// is an error.
 func (p *Params) raw(name string) (string, bool) {
 	p.used[name] = true
 	vs, ok := p.values[name]
@@ -44,6 +50,7 @@ func (p *Params) raw(name string) (string, bool) {
 	return vs[len(vs)-1], true
 }
 
+// fail remembers a bad value of name unless an error came first.
 func (p *Params) fail(name, v string, err error) {
 	if p.err == nil {
 		p.err = fmt.Errorf("%w: parameter %s=%q: %v", distlock.ErrInvalidArgument, name, v, err)
