@@ -26,53 +26,69 @@ import (
 // empty key, a key longer than MaxKeyLen or an invalid option returns an
 // error matching distlock.ErrInvalidArgument, before any request.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	o, err := l.begin(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
 	var last error
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, err, last)
+		if err := retry.Ended(ctx, last); err != nil {
+			return nil, err
 		}
 		ls, err := l.acquire(ctx, key, o)
 		switch {
 		case err == nil:
 			return ls, nil
 		case ctx.Err() != nil:
-			return nil, ctxErr(ctx, errors.Join(err, last))
+			return nil, retry.Ended(ctx, errors.Join(err, last))
 		case errors.Is(err, ErrSessionExpired), errors.Is(err, distlock.ErrClosed),
 			!errors.Is(err, distlock.ErrUnavailable):
 			return nil, err
 		}
 		last = err
-		t := time.NewTimer(retry.Delay(o.RetryMin, o.RetryMax))
-		select {
-		case <-ctx.Done():
-		case <-l.lc.Closing().Done():
-		case <-t.C:
-		}
-		t.Stop()
+		_ = retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), l.lc.Closing().Done())
 	}
+}
+
+// begin starts a TryAcquire or Acquire of key: it resolves the call's
+// options and checks the key (an error matching
+// distlock.ErrInvalidArgument), then registers the call (distlock.ErrClosed
+// once Close has begun). A nil error must be matched by l.lc.Leave.
+func (l *Locker) begin(key string, opts []distlock.Option) (distlock.Options, error) {
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err != nil {
+		return o, err
+	}
+	if err := checkKey(key); err != nil {
+		return o, err
+	}
+	if !l.lc.Enter() {
+		return o, distlock.ErrClosed
+	}
+	return o, nil
+}
+
+// join picks the session of an acquisition of key with o's TTL (see
+// session), at start; r is a keepalive round sent for it if the session's
+// last keepalive is stale, nil otherwise.
+func (l *Locker) join(ctx context.Context, key string, o distlock.Options) (start time.Time, s *session, r *round, err error) {
+	start = time.Now()
+	s, err = l.session(ctx, o.TTL, key)
+	if err != nil {
+		return start, nil, nil, err
+	}
+	if !s.fresh(start, staleAfter(o.TTL)) {
+		r = s.renewAfter(start)
+	}
+	return start, s, r, nil
 }
 
 // acquire makes one queued acquisition: enqueue, wait, grant.
 func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (distlock.Lease, error) {
-	start := time.Now()
-	s, err := l.session(ctx, o.TTL, key)
+	start, s, r, err := l.join(ctx, key, o)
 	if err != nil {
 		return nil, err
-	}
-	var r *round
-	if !s.fresh(start, staleAfter(o.TTL)) {
-		r = s.renewAfter(start)
 	}
 	token := lease.NewToken()
 	q, maybe, err := l.enqueue(ctx, s, key, token, time.Time{}, 0)
@@ -200,7 +216,7 @@ func (l *Locker) watch(ctx context.Context, s *session, pred *entry, read int64)
 		wr, ok := <-wch
 		switch {
 		case ctx.Err() != nil:
-			return 0, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+			return 0, retry.Ended(ctx, nil)
 		case l.lc.Closing().Fired():
 			return 0, distlock.ErrClosed
 		case s.isDead():

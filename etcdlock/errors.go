@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/retry"
 )
 
 var (
@@ -41,13 +42,15 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("%w: etcdlock: %s: %w", distlock.ErrUnavailable, op, err)
 }
 
-// ctxErr joins the caller's context error when it ended.
+// ctxErr is retry.Ended(ctx, err) once ctx has ended, else err.
 func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return errors.Join(distlock.ErrNotAcquired, cerr, err)
-	}
-	if ctx.Err() != nil && !errors.Is(err, distlock.ErrNotAcquired) {
-		return errors.Join(distlock.ErrNotAcquired, err)
+	if e := retry.Ended(ctx, err); e != nil {
+		return e
 	}
 	return err
+}
+
+// errHeld is TryAcquire's error when key is held by another entry.
+func errHeld(key string) error {
+	return fmt.Errorf("%w: etcdlock: %q is held", distlock.ErrNotAcquired, key)
 }

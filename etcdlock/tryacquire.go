@@ -2,7 +2,6 @@ package etcdlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // TryAcquire implements distlock.Locker: one transaction that creates the
@@ -29,28 +29,17 @@ import (
 // invalid option returns an error matching distlock.ErrInvalidArgument,
 // before any request.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	o, err := l.begin(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	if err := retry.Ended(ctx, nil); err != nil {
+		return nil, err
 	}
-	start := time.Now()
-	s, err := l.session(ctx, o.TTL, key)
+	start, s, r, err := l.join(ctx, key, o)
 	if err != nil {
 		return nil, ctxErr(ctx, err)
-	}
-	var r *round
-	if !s.fresh(start, staleAfter(o.TTL)) {
-		r = s.renewAfter(start)
 	}
 	pfx, my := l.prefix(key), l.etcdKey(key, s)
 	token := lease.NewToken()
@@ -82,7 +71,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 			} else {
 				l.detach(s, key)
 			}
-			return nil, fmt.Errorf("%w: etcdlock: %q is held", distlock.ErrNotAcquired, key)
+			return nil, errHeld(key)
 		}
 		if err := adoptable(kvs[0].Value, token, "acquire", my); err != nil {
 			return nil, err
@@ -131,7 +120,7 @@ func (l *Locker) tryQueued(ctx context.Context, s *session, key, token string, s
 	}
 	if ahead != nil {
 		l.giveUp(ctx, s, key, q.rev)
-		return nil, fmt.Errorf("%w: etcdlock: %q is held", distlock.ErrNotAcquired, key)
+		return nil, errHeld(key)
 	}
 	return l.grant(ctx, s, key, q.my, q.rev, token, start, o, r)
 }
