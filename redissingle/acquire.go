@@ -104,12 +104,14 @@ func (l *Locker) replicated(ctx context.Context, k keySet, token string, ttl tim
 }
 
 // cleanup removes entry from k's queue and releases k if token holds it
-// (cancelLua), on a goroutine owned by l: at once, then with backoff
+// (cancelLua), on a goroutine of l's lifecycle: at once, then with backoff
 // while the server is unavailable, until it succeeds, the Locker closes,
 // or ttl has passed (a key we might hold has expired by then). Each try is
 // bounded by cleanupTimeout if the client honours context deadlines
-// (ContextTimeoutEnabled), else by its read timeout. Callers hold a count
-// of l.wg.
+// (ContextTimeoutEnabled), else by its read timeout. Once Close has begun,
+// it makes its one try on the caller's goroutine, which Close waits for
+// (every caller is a call or goroutine of the lifecycle), so that Close
+// returns after the clean-up of every waiter it woke.
 func (l *Locker) cleanup(k keySet, token, entry string, ttl time.Duration) {
 	l.cleanupThen(k, token, entry, ttl, nil)
 }
@@ -117,9 +119,7 @@ func (l *Locker) cleanup(k keySet, token, entry string, ttl time.Duration) {
 // cleanupThen is cleanup, calling done (if not nil) once the script has
 // run.
 func (l *Locker) cleanupThen(k keySet, token, entry string, ttl time.Duration, done func()) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
+	run := func() {
 		until := time.Now().Add(ttl)
 		b := retry.Backoff{Min: 20 * time.Millisecond, Max: time.Second}
 		for {
@@ -132,11 +132,14 @@ func (l *Locker) cleanupThen(k keySet, token, entry string, ttl time.Duration, d
 			if err == nil || !errors.Is(wrap("clean-up", err), distlock.ErrUnavailable) || time.Now().Add(b.Next()).After(until) {
 				return
 			}
-			if !b.Wait(l.stop) {
+			if !b.Wait(l.lc.Closing().Done()) {
 				return
 			}
 		}
-	}()
+	}
+	if !l.lc.Go(run) {
+		run()
+	}
 }
 
 // tryOnce is TryAcquire's attempt: the key if it is free.

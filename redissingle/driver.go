@@ -64,7 +64,7 @@ func (l *Locker) grant(ctx context.Context, k keySet, key, token string, fence u
 		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
 		Options:    o,
 		Driver:     &driver{l: l, k: k, token: token},
-		Group:      &l.watchdogs,
+		Group:      l.lc.Watchdogs(),
 	})
 	if err != nil {
 		return nil, err

@@ -71,14 +71,14 @@ func notSent(err error) bool {
 
 // exec runs one request f and returns its result, or the error of ctx as
 // soon as ctx ends. go-redis bounds a request by ctx's deadline only with
-// ContextTimeoutEnabled and never by cancellation, so f runs on its own
-// goroutine (owned by l, joined by Close) when ctx can end. If the caller
-// leaves first, abandoned (if not nil) is called with f's result when f
-// returns, to clean up after a request that may have taken effect. On a
-// closed Locker (a lease released after Close), f runs on the caller's
-// goroutine.
+// ContextTimeoutEnabled and never by cancellation, so f runs on a
+// goroutine of l's lifecycle (Close waits for it) when ctx can end. If the
+// caller leaves first, abandoned (if not nil) is called with f's result
+// when f returns, to clean up after a request that may have taken effect.
+// On a closed Locker (a lease released after Close), f runs on the
+// caller's goroutine.
 func exec[T any](l *Locker, ctx context.Context, f func(context.Context) (T, error), abandoned func(T, error)) (T, error) {
-	if ctx.Done() == nil || !l.enter() {
+	if ctx.Done() == nil {
 		return f(ctx)
 	}
 	type result struct {
@@ -92,15 +92,17 @@ func exec[T any](l *Locker, ctx context.Context, f func(context.Context) (T, err
 	)
 	var state atomic.Int32
 	ch := make(chan result, 1)
-	go func() { // owns the count of l.wg that enter took
-		defer l.wg.Done()
+	started := l.lc.Go(func() {
 		v, err := f(context.WithoutCancel(ctx))
 		if state.CompareAndSwap(running, delivered) {
 			ch <- result{v, err}
 		} else if abandoned != nil {
 			abandoned(v, err)
 		}
-	}()
+	})
+	if !started {
+		return f(ctx)
+	}
 	select {
 	case r := <-ch:
 		return r.v, r.err

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/lifecycle"
 	"github.com/distlock/distlock/internal/retry"
 )
 
@@ -29,8 +29,9 @@ type Locker struct {
 
 	serverChecked atomic.Bool // the server's settings passed checkServer, or cannot be read
 
-	mu      sync.Mutex
-	closed  bool
+	// lc is the open/closed state, calls and goroutines in flight and the
+	// lease watchdogs; its mutex also guards the fields below.
+	lc      lifecycle.Lifecycle
 	waiters map[string]*waiter // blocked Acquire calls, by waiter ID
 	leaving map[string]leaver  // waiters that gave up, until their clean-up has run (finish)
 	// leavingOrder is the IDs added to leaving, oldest first (at most
@@ -40,10 +41,6 @@ type Locker struct {
 	sub          *subscriber // started by the first Acquire
 	subUp        bool        // the subscription is confirmed and unbroken
 	subGen       uint64      // incremented at every (re)subscription
-
-	wg        sync.WaitGroup // calls in flight, clean-ups, the subscriber
-	watchdogs lease.Group    // of the leases handed out; stopped by Close
-	stop      chan struct{}  // closed by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -81,8 +78,8 @@ func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
 		qttl:     3 * o.PollInterval.Milliseconds(),
 		waiters:  map[string]*waiter{},
 		leaving:  map[string]leaver{},
-		stop:     make(chan struct{}),
 	}
+	l.lc.Init()
 	if cluster {
 		l.scripts = scriptSets[1]
 	}
@@ -123,40 +120,26 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 // or can still be released or extended while the client is open. Later
 // calls return ErrClosed. Close is idempotent and returns nil.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	for _, w := range l.waiters {
-		w.wake()
-	}
-	sub := l.sub
-	l.mu.Unlock()
-	close(l.stop)
-	l.watchdogs.Close()
-	if sub != nil {
-		sub.close()
-	}
-	l.wg.Wait()
-	if l.owned {
-		_ = l.client.Close()
-	}
+	var sub *subscriber
+	l.lc.Close(lifecycle.Hooks{
+		WakeLocked: func() {
+			for _, w := range l.waiters {
+				w.wake()
+			}
+			sub = l.sub
+		},
+		Shut: func() {
+			if sub != nil {
+				sub.close()
+			}
+		},
+		Release: func() {
+			if l.owned {
+				_ = l.client.Close()
+			}
+		},
+	})
 	return nil
-}
-
-// enter registers a call (or a request goroutine) in flight; it reports
-// false if the Locker is closed. Every true return must be matched by
-// l.wg.Done.
-func (l *Locker) enter() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Add(1)
-	return true
 }
 
 // resolve checks key (distlock.CheckKey, checkKey) and resolves opts over
@@ -186,10 +169,10 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	if err != nil {
 		return nil, err
 	}
-	if !l.enter() {
+	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(distlock.ErrNotAcquired, err)
 	}
@@ -220,11 +203,14 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	if err != nil {
 		return nil, err
 	}
-	if !l.enter() {
+	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	w := l.newWaiter(o)
+	if w == nil {
+		return nil, distlock.ErrClosed
+	}
 	k := l.keysFor(key)
 	// attempt arms the waiter's own timer (expiry, poll interval, retry
 	// delay while disconnected) for every next turn, so no extra polling.

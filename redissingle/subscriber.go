@@ -37,17 +37,16 @@ type subscriber struct {
 
 // subscribe starts the subscriber on first use and waits, the first time,
 // until it is subscribed (at most firstSubscribeWait or until ctx ends).
-// Callers hold a count of l.wg.
+// Once Close has begun it starts nothing.
 func (l *Locker) subscribe(ctx context.Context) {
-	l.mu.Lock()
+	l.lc.Lock()
 	s := l.sub
-	if s == nil && !l.closed {
+	if s == nil && l.lc.EnterLocked() {
 		s = &subscriber{l: l, ready: make(chan struct{})}
 		l.sub = s
-		l.wg.Add(1)
 		go s.run()
 	}
-	l.mu.Unlock()
+	l.lc.Unlock()
 	if s == nil {
 		return
 	}
@@ -68,9 +67,9 @@ func (l *Locker) subscribe(ctx context.Context) {
 func (s *subscriber) setReady() { s.once.Do(func() { close(s.ready) }) }
 
 // run connects, serves the connection until it fails, and reconnects with
-// backoff, until Close.
+// backoff, until Close. It owns the call registered by subscribe.
 func (s *subscriber) run() {
-	defer s.l.wg.Done()
+	defer s.l.lc.Leave()
 	defer s.setReady()
 	b := retry.Backoff{Min: 10 * time.Millisecond, Max: time.Second}
 	for {
@@ -89,7 +88,7 @@ func (s *subscriber) run() {
 		s.l.setSub(false)
 		s.setReady()
 		_ = ps.Close()
-		if !b.Wait(s.l.stop) {
+		if !b.Wait(s.l.lc.Closing().Done()) {
 			return
 		}
 	}
@@ -141,8 +140,8 @@ func (s *subscriber) close() {
 // have been lost, so each asks the server; after a (re)subscription each
 // asks once to be covered by it.
 func (l *Locker) setSub(up bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
 	if up {
 		l.subGen++
 	} else if !l.subUp {
@@ -160,23 +159,22 @@ func (l *Locker) setSub(up bool) {
 // which the script replaces by a hand-off to the next waiter (or deletes).
 // Any other one is for a waiter that took the key by polling and holds
 // it, or whose clean-up ran and so passed the key on: it is dropped.
-// The subscriber, which calls it, holds a count of l.wg, as cleanup needs.
 func (l *Locker) deliver(payload string) {
 	id, f, ok := strings.Cut(payload, "|")
 	fence, err := strconv.ParseUint(f, 10, 64)
 	if !ok || err != nil || fence == 0 {
 		return
 	}
-	l.mu.Lock()
+	l.lc.Lock()
 	if w := l.waiters[id]; w != nil {
 		w.handoff = fence
 		w.wake()
-		l.mu.Unlock()
+		l.lc.Unlock()
 		return
 	}
 	lv, leaving := l.leaving[id]
 	delete(l.leaving, id)
-	l.mu.Unlock()
+	l.lc.Unlock()
 	if leaving {
 		l.cleanup(lv.k, lv.token, "", lv.ttl)
 	}

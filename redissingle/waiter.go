@@ -25,7 +25,7 @@ type waiter struct {
 	ch               chan struct{} // capacity 1: a wake-up (hand-off, subscription change, Close)
 
 	// handoff is the fence of a hand-off notification not yet taken, 0
-	// if none. Guarded by Locker.mu (the subscriber writes it).
+	// if none. Guarded by Locker.lc's mutex (the subscriber writes it).
 	handoff uint64
 
 	// Owned by the Acquire call.
@@ -42,9 +42,15 @@ func (w *waiter) wake() {
 	}
 }
 
+// newWaiter registers a waiter for an Acquire with options o; it returns
+// nil once Close has begun, so that no waiter Close did not wake can
+// block.
 func (l *Locker) newWaiter(o distlock.Options) *waiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
+	if l.lc.ClosedLocked() {
+		return nil
+	}
 	l.nextID++
 	id := strconv.FormatUint(l.nextID, 16)
 	token := lease.NewToken()
@@ -64,9 +70,9 @@ func (l *Locker) newWaiter(o distlock.Options) *waiter {
 // most PollInterval); otherwise it asks the server, every retry delay
 // while push is not available.
 func (l *Locker) attempt(ctx context.Context, k keySet, key string, w *waiter, o distlock.Options) (distlock.Lease, error) {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	l.lc.Lock()
+	if l.lc.ClosedLocked() {
+		l.lc.Unlock()
 		return nil, distlock.ErrClosed
 	}
 	fence := w.handoff
@@ -75,7 +81,7 @@ func (l *Locker) attempt(ctx context.Context, k keySet, key string, w *waiter, o
 	if l.subUp {
 		gen = l.subGen
 	}
-	l.mu.Unlock()
+	l.lc.Unlock()
 	retryDelay := retry.Delay(o.RetryMin, o.RetryMax)
 	if fence != 0 {
 		ls, err := l.takeHandoff(ctx, k, key, w, fence, o)
@@ -196,7 +202,7 @@ type leaver struct {
 // entry may still be queued (the clean-up gives up once ttl has passed),
 // and deliver passes on a hand-off to it.
 func (l *Locker) finish(k keySet, w *waiter, failed bool, ttl time.Duration) {
-	l.mu.Lock()
+	l.lc.Lock()
 	delete(l.waiters, w.id)
 	handed := w.handoff != 0
 	clean := failed && (w.queued || handed)
@@ -208,15 +214,15 @@ func (l *Locker) finish(k keySet, w *waiter, failed bool, ttl time.Duration) {
 			l.leavingOrder = slices.Delete(l.leavingOrder, 0, 1)
 		}
 	}
-	l.mu.Unlock()
+	l.lc.Unlock()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
 	if clean {
 		l.cleanupThen(k, w.token, w.entry, ttl, func() {
-			l.mu.Lock()
+			l.lc.Lock()
 			delete(l.leaving, w.id)
-			l.mu.Unlock()
+			l.lc.Unlock()
 		})
 	}
 }
