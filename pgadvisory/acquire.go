@@ -30,10 +30,10 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 	if err := checkTTL(o.TTL); err != nil {
 		return nil, err
 	}
-	if !l.enter() {
+	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	ctx, cancel := l.callContext(ctx)
 	defer cancel()
 	var last error
@@ -43,7 +43,7 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 	// once: the validity counts from before the first request.
 	var since time.Time
 	for {
-		if l.isClosed() {
+		if l.lc.Closed() {
 			return nil, errors.Join(distlock.ErrClosed, last)
 		}
 		if err := ctx.Err(); err != nil {
@@ -71,7 +71,7 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		switch {
 		case err == nil:
 			return ls, nil
-		case l.isClosed():
+		case l.lc.Closed():
 			return nil, errors.Join(distlock.ErrClosed, err)
 		case ctx.Err() != nil && wait:
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), ctx.Err(), err)
@@ -97,7 +97,7 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 			continue // the lock was granted too late and given back: queue again
 		}
 		if werr := retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil); werr != nil {
-			if l.isClosed() {
+			if l.lc.Closed() {
 				return nil, errors.Join(distlock.ErrClosed, last)
 			}
 			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), werr, last)
@@ -231,7 +231,7 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
 		Options:    o,
 		Driver:     s,
-		Group:      &l.watchdogs,
+		Group:      l.lc.Watchdogs(),
 	})
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func SetHookAfterWait(t testing.TB, f func()) {
 }
 
 // Closing reports whether Close has begun on l.
-func Closing(l *Locker) bool { return l.isClosed() }
+func Closing(l *Locker) bool { return l.lc.Closed() }
 
 // EndIdleAfterGet makes the next connection an acquisition takes from the
 // pool end for idleness (idle_session_timeout, SQLSTATE 57P05) before the

@@ -48,7 +48,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/distlock/distlock"
-	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/lifecycle"
 	"github.com/distlock/distlock/internal/stop"
 )
 
@@ -63,14 +63,15 @@ type Locker struct {
 	fenceMu    sync.Mutex
 	fenceReady atomic.Bool
 
-	mu      sync.Mutex
-	closed  bool
-	closing *stop.Signal       // fired by Close: ends the requests of calls in flight
+	// lc is the closed flag, the calls in flight and the leases'
+	// watchdogs; its mutex also guards waiting.
+	lc      lifecycle.Lifecycle
 	waiting map[*conn]struct{} // connections of blocked Acquire calls
-	wg      sync.WaitGroup     // calls in flight
-
-	watchdogs lease.Group // of the leases handed out; stopped by Close
-	starter   starter     // starts the leases' monitors (see starter.go)
+	// abort is fired by Close as it begins, with the closed flag: it ends
+	// the requests of acquisitions in flight at once (callContext), before
+	// Close waits for a heartbeat in flight (see Close).
+	abort   *stop.Signal
+	starter starter // starts the leases' monitors (see starter.go)
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -102,13 +103,15 @@ func New(cfg *pgx.ConnConfig, opts *Options) (*Locker, error) {
 		// switching of server connections.
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	return &Locker{
+	l := &Locker{
 		opts:    o,
 		sql:     newStatements(o.FenceSequence, o.ConnCheckInterval),
 		pool:    newPool(cfg, o),
-		closing: stop.New(),
+		abort:   stop.New(),
 		waiting: map[*conn]struct{}{},
-	}, nil
+	}
+	l.lc.Init()
+	return l, nil
 }
 
 // Guarantees reports what Postgres advisory locks promise here: exclusion
@@ -214,48 +217,30 @@ func (l *Locker) TryAcquireID(ctx context.Context, id int64, opts ...distlock.Op
 // that would close its connection and free the lock: Close waits for its
 // reply, at most Options.RequestTimeout.
 // Later calls return ErrClosed. Close is idempotent and returns nil.
+//
+// The acquisitions' requests end as Close begins, not after the
+// watchdogs have stopped: a heartbeat in flight can hold the watchdogs'
+// stop for up to Options.RequestTimeout, and a TryAcquire must not be
+// granted meanwhile.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	for c := range l.waiting {
-		_ = c.PgConn().Conn().SetDeadline(past)
-	}
-	l.mu.Unlock()
-	l.closing.Fire()
-	l.watchdogs.Close()
-	l.wg.Wait()
-	l.pool.close()
+	l.lc.Close(lifecycle.Hooks{
+		WakeLocked: func() {
+			for c := range l.waiting {
+				_ = c.PgConn().Conn().SetDeadline(past)
+			}
+			l.abort.Fire()
+		},
+		Release: l.pool.close,
+	})
 	return nil
-}
-
-// enter registers a call in flight; false if the Locker is closed. Every
-// true return is matched by l.wg.Done.
-func (l *Locker) enter() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Add(1)
-	return true
-}
-
-func (l *Locker) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
 }
 
 // track records the connection of a blocked Acquire so Close can
 // interrupt it; false if the Locker is closed.
 func (l *Locker) track(c *conn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	l.lc.Lock()
+	defer l.lc.Unlock()
+	if l.lc.ClosedLocked() {
 		return false
 	}
 	l.waiting[c] = struct{}{}
@@ -264,8 +249,8 @@ func (l *Locker) track(c *conn) bool {
 
 // untrack forgets c and reports whether the Locker was closed meanwhile.
 func (l *Locker) untrack(c *conn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
 	delete(l.waiting, c)
-	return l.closed
+	return l.lc.ClosedLocked()
 }

@@ -49,7 +49,7 @@ func ctxError(ctx context.Context) error {
 // begins, for the requests of one acquisition. cancel releases it.
 func (l *Locker) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	cctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(l.closing.Context(), func() { cancel(distlock.ErrClosed) })
+	stop := context.AfterFunc(l.abort.Context(), func() { cancel(distlock.ErrClosed) })
 	return cctx, func() {
 		stop()
 		cancel(nil)
@@ -84,7 +84,7 @@ func (s *session) guard(ctx context.Context) (gctx context.Context, done func() 
 	}
 	timer := time.AfterFunc(timeout, func() { interrupt(bound) })
 	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.Canceled) && s.l.isClosed() {
+		if errors.Is(ctx.Err(), context.Canceled) && s.l.lc.Closed() {
 			return // Close stopped the watchdog: the timer still bounds the heartbeat
 		}
 		interrupt(ctxError(ctx))
