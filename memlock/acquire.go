@@ -17,18 +17,12 @@ import (
 // an error matching distlock.ErrInvalidArgument; a closed Locker returns
 // distlock.ErrClosed.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
-	}
-	defer l.lc.Leave()
-	o, err := l.defaults.ResolveFor(key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := retry.Ended(ctx, nil); err != nil {
-		return nil, err
-	}
-	return l.try(key, o)
+	return l.call(key, opts, func(o distlock.Options) (distlock.Lease, error) {
+		if err := retry.Ended(ctx, nil); err != nil {
+			return nil, err
+		}
+		return l.try(key, o)
+	})
 }
 
 // Acquire waits until key is held by the caller. Waiters queue on the key
@@ -39,6 +33,22 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // distlock.ErrInvalidArgument; a Locker closed before or during the wait
 // returns distlock.ErrClosed.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	return l.call(key, opts, func(o distlock.Options) (distlock.Lease, error) {
+		return retry.AcquirePushOnly(ctx,
+			func(context.Context) (distlock.Lease, error) {
+				if l.lc.Closed() {
+					return nil, distlock.ErrClosed
+				}
+				return l.try(key, o)
+			},
+			func(context.Context) (<-chan struct{}, func()) { return l.space.subscribe(key) })
+	})
+}
+
+// call runs f with the call's resolved options as a call in flight, which
+// Close waits for. A closed Locker returns distlock.ErrClosed, an empty key
+// or invalid options an error matching distlock.ErrInvalidArgument.
+func (l *Locker) call(key string, opts []distlock.Option, f func(distlock.Options) (distlock.Lease, error)) (distlock.Lease, error) {
 	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
@@ -47,14 +57,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	if err != nil {
 		return nil, err
 	}
-	return retry.AcquirePushOnly(ctx,
-		func(context.Context) (distlock.Lease, error) {
-			if l.lc.Closed() {
-				return nil, distlock.ErrClosed
-			}
-			return l.try(key, o)
-		},
-		func(context.Context) (<-chan struct{}, func()) { return l.space.subscribe(key) })
+	return f(o)
 }
 
 // try grants key to this Locker if it is free (or its holder's TTL has
@@ -65,11 +68,7 @@ func (l *Locker) try(key string, o distlock.Options) (distlock.Lease, error) {
 	start := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.keys[key]
-	if e == nil {
-		e = &entry{}
-		s.keys[key] = e
-	}
+	e := s.entryLocked(key)
 	if e.held(start) {
 		return nil, fmt.Errorf("%w: key %q is held", distlock.ErrNotAcquired, key)
 	}

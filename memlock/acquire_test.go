@@ -17,10 +17,7 @@ func TestTryAcquireContention(t *testing.T) {
 	ctx := context.Background()
 	a := memlock.New(nil)
 	b := a.NewHandle()
-	la, err := a.TryAcquire(ctx, "k", distlock.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	la := hold(t, a, "k", distlock.WithTTL(time.Second))
 	if len(la.Token()) < 32 || la.Fence() == 0 || !la.ValidUntil().After(time.Now()) {
 		t.Fatalf("lease fields: token %q fence %d valid %v", la.Token(), la.Fence(), la.ValidUntil())
 	}
@@ -30,10 +27,7 @@ func TestTryAcquireContention(t *testing.T) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lb, err := b.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lb := hold(t, b, "k")
 	if lb.Fence() <= la.Fence() || lb.Token() == la.Token() {
 		t.Fatalf("fence %d after %d, tokens %s %s", lb.Fence(), la.Fence(), lb.Token(), la.Token())
 	}
@@ -65,10 +59,7 @@ func TestInvalidArguments(t *testing.T) {
 	if _, err := l.Acquire(ctx, "k", distlock.WithAutoExtend(-time.Second)); !errors.Is(err, distlock.ErrInvalidArgument) {
 		t.Fatalf("negative max hold: %v", err)
 	}
-	a, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	if err := a.Extend(ctx, -1); !errors.Is(err, distlock.ErrInvalidArgument) {
 		t.Fatalf("extend ttl<0: %v", err)
 	}
@@ -80,18 +71,12 @@ func TestInvalidArguments(t *testing.T) {
 func TestNewDefaults(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(&distlock.Options{TTL: 2 * time.Second})
-	a, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	if left := time.Until(a.ValidUntil()); left > 2*time.Second || left < time.Second {
 		t.Fatalf("default TTL not applied: %v left", left)
 	}
 	_ = a.Release(ctx)
-	b, err := l.TryAcquire(ctx, "k", distlock.WithTTL(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := hold(t, l, "k", distlock.WithTTL(time.Hour))
 	if left := time.Until(b.ValidUntil()); left < time.Minute {
 		t.Fatalf("call's TTL not applied: %v left", left)
 	}

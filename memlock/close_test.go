@@ -18,10 +18,7 @@ import (
 func TestCloseWakesWaiters(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	closing, other := l.NewHandle(), l.NewHandle()
 	errc := make(chan error, 1)
 	go func() { _, err := closing.Acquire(ctx, "k"); errc <- err }()
@@ -83,10 +80,7 @@ func TestCloseStopsWatchdogs(t *testing.T) {
 func TestCloseKeepsLeases(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	_ = l.Close()
 	if err := a.Extend(ctx, time.Minute); err != nil {
 		t.Fatalf("extend after Close: %v", err)

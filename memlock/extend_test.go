@@ -17,10 +17,7 @@ import (
 func TestWatchdogExtendsAndStopsAtCap(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k", distlock.WithTTL(60*time.Millisecond), distlock.WithAutoExtend(400*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k", distlock.WithTTL(60*time.Millisecond), distlock.WithAutoExtend(400*time.Millisecond))
 	time.Sleep(250 * time.Millisecond) // four TTLs
 	if a.Err() != nil {
 		t.Fatalf("lost under watchdog: %v", a.Err())
@@ -40,10 +37,7 @@ func TestWatchdogExtendsAndStopsAtCap(t *testing.T) {
 func TestExtendPushesExpiry(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k", distlock.WithTTL(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k", distlock.WithTTL(50*time.Millisecond))
 	before := a.ValidUntil()
 	if err := a.Extend(ctx, time.Second); err != nil {
 		t.Fatal(err)

@@ -17,10 +17,7 @@ import (
 // before the key expires) or, under load, the key's expiry timer.
 func TestExpiryNotifiesHolder(t *testing.T) {
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(context.Background(), "k", distlock.WithTTL(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k", distlock.WithTTL(50*time.Millisecond))
 	mustBeDone(t, a, time.Second, "after TTL")
 	if !errors.Is(a.Err(), distlock.ErrLeaseLost) ||
 		!(errors.Is(a.Err(), lease.ErrExpired) || errors.Is(a.Err(), memlock.ErrKeyExpired)) {
@@ -34,10 +31,7 @@ func TestExpiryNotifiesHolder(t *testing.T) {
 func TestStaleCallsAreRefused(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k", distlock.WithTTL(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k", distlock.WithTTL(50*time.Millisecond))
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	b, err := l.Acquire(wctx, "k", distlock.WithTTL(time.Second))
@@ -62,10 +56,7 @@ func TestStaleCallsAreRefused(t *testing.T) {
 func TestRevokeNotifiesHolder(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	if !l.Revoke("k") {
 		t.Fatal("revoke found nothing")
 	}

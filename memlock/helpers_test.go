@@ -1,6 +1,7 @@
 package memlock_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -12,6 +13,16 @@ import (
 // TestMain fails the package if a test leaves a goroutine running (a
 // watchdog, an expiry timer's callback, a waiter).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hold takes key on l with TryAcquire, or fails t.
+func hold(t *testing.T, l distlock.Locker, key string, opts ...distlock.Option) distlock.Lease {
+	t.Helper()
+	ls, err := l.TryAcquire(context.Background(), key, opts...)
+	if err != nil {
+		t.Fatalf("TryAcquire %q: %v", key, err)
+	}
+	return ls
+}
 
 // mustBeDone fails t unless l's Done closes within d (is closed already,
 // for d <= 0).

@@ -15,10 +15,7 @@ import (
 func TestReleaseEndsLease(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -42,17 +39,11 @@ func TestReleaseEndsLease(t *testing.T) {
 func TestReleaseStopsWatchdog(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k", distlock.WithTTL(30*time.Millisecond), distlock.WithAutoExtend(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k", distlock.WithTTL(30*time.Millisecond), distlock.WithAutoExtend(0))
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.TryAcquire(ctx, "k", distlock.WithTTL(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := hold(t, l, "k", distlock.WithTTL(time.Hour))
 	time.Sleep(100 * time.Millisecond)
 	if b.Err() != nil {
 		t.Fatalf("new holder disturbed: %v", b.Err())

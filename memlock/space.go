@@ -48,6 +48,16 @@ func sharedSpace(name string) *space {
 	return s
 }
 
+// entryLocked returns key's entry, adding an empty one if key has none.
+func (s *space) entryLocked(key string) *entry {
+	e := s.keys[key]
+	if e == nil {
+		e = &entry{}
+		s.keys[key] = e
+	}
+	return e
+}
+
 func (e *entry) held(now time.Time) bool { return e.token != "" && now.Before(e.expires) }
 
 // freeLocked clears the holder of e, tells a still-live lease it is lost
@@ -98,11 +108,7 @@ func (s *space) expire(key, token string) {
 func (s *space) subscribe(key string) (<-chan struct{}, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.keys[key]
-	if e == nil {
-		e = &entry{}
-		s.keys[key] = e
-	}
+	e := s.entryLocked(key)
 	w := &waiter{ch: make(chan struct{})}
 	e.waiters = append(e.waiters, w)
 	return w.ch, func() {

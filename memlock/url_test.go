@@ -23,10 +23,7 @@ func TestOpenByURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	la, err := a.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	la := hold(t, a, "k")
 	if left := time.Until(la.ValidUntil()); left > 2*time.Second || left < time.Second {
 		t.Fatalf("ttl from URL not applied: %v", left)
 	}

@@ -16,10 +16,7 @@ import (
 func TestAcquireWokenByRelease(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	got := make(chan error, 1)
 	go func() {
 		b, err := l.Acquire(ctx, "k", distlock.WithRetryDelay(5*time.Second, 5*time.Second))
@@ -49,10 +46,7 @@ func TestAcquireWokenByRelease(t *testing.T) {
 func TestAcquireWokenByExpiry(t *testing.T) {
 	ctx := context.Background()
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(ctx, "k", distlock.WithTTL(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k", distlock.WithTTL(50*time.Millisecond))
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -71,14 +65,11 @@ func TestAcquireWokenByExpiry(t *testing.T) {
 // returns an error matching ErrNotAcquired and the context's error.
 func TestAcquireContextEnds(t *testing.T) {
 	l := memlock.New(nil)
-	a, err := l.TryAcquire(context.Background(), "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hold(t, l, "k")
 	defer a.Release(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	_, err = l.Acquire(ctx, "k")
+	_, err := l.Acquire(ctx, "k")
 	if !errors.Is(err, distlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v", err)
 	}
