@@ -35,9 +35,10 @@
 // still overlaps the next holder: check Done or ValidUntil, or have the
 // resource check the fence (package fencing).
 //
-// Errors are the root sentinels, wrapped: ErrNotAcquired, ErrLeaseLost,
-// ErrReleased, ErrInvalidArgument and ErrClosed; memlock never returns
-// ErrUnavailable.
+// Errors are the root sentinels of package distlock, wrapped; memlock
+// exports none of its own. With no server to miss, the backend itself
+// never reports distlock.ErrUnavailable (a Lease's Extend does when its
+// context ends while it waits for the watchdog's extension in flight).
 //
 // # URL
 //
