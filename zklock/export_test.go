@@ -16,12 +16,12 @@ func SetHookBeforeHold(f func(own string)) (restore func()) {
 // DeletionSeen reports whether one of l's sessions has seen the deletion
 // of the own node path of an acquisition in flight.
 func DeletionSeen(l *Locker, path string) bool {
-	l.mu.Lock()
+	l.lc.Lock()
 	ss := make([]*session, 0, len(l.sessions))
 	for _, s := range l.sessions {
 		ss = append(ss, s)
 	}
-	l.mu.Unlock()
+	l.lc.Unlock()
 	for _, s := range ss {
 		s.mu.Lock()
 		seen := s.queued[path]
@@ -37,9 +37,9 @@ func DeletionSeen(l *Locker, path string) bool {
 // with Options.SessionTimeout 0) is using (0: none, or not opened) and
 // whether it is connected.
 func SessionID(l *Locker, ttl time.Duration) (sid int64, connected bool) {
-	l.mu.Lock()
+	l.lc.Lock()
 	s := l.sessions[ttl]
-	l.mu.Unlock()
+	l.lc.Unlock()
 	if s == nil {
 		return 0, false
 	}
@@ -51,9 +51,9 @@ func SessionID(l *Locker, ttl time.Duration) (sid int64, connected bool) {
 // session sid does; ctx ending makes it abandon the request in flight
 // (the janitor then searches for the token).
 func AbandonedCreate(ctx context.Context, l *Locker, ttl time.Duration, sid int64, key, token string) (string, error) {
-	l.mu.Lock()
+	l.lc.Lock()
 	s := l.sessions[ttl]
-	l.mu.Unlock()
+	l.lc.Unlock()
 	if s == nil {
 		return "", fmt.Errorf("no session for %v", ttl)
 	}

@@ -24,9 +24,9 @@ import (
 // error (zk.ErrNoNode, zk.ErrBadVersion, ...); transport errors match
 // distlock.ErrUnavailable, and then whether it applied is unknown.
 func (l *Locker) Multi(ctx context.Context, ls distlock.Lease, ops ...any) ([]zk.MultiResponse, error) {
-	l.mu.Lock()
+	l.lc.Lock()
 	d := l.leases[ls]
-	l.mu.Unlock()
+	l.lc.Unlock()
 	if d == nil {
 		return nil, fmt.Errorf("%w: zklock: Multi: the lease was not granted by this Locker or was released", distlock.ErrInvalidArgument)
 	}

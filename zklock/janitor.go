@@ -19,7 +19,7 @@ import (
 // Without a Done channel, or on a closed Locker, f runs on the caller's
 // goroutine.
 func call[T any](l *Locker, ctx context.Context, f func() (T, error), abandoned func(T, error)) (T, error) {
-	if ctx.Done() == nil || !l.enter() {
+	if ctx.Done() == nil {
 		return f()
 	}
 	type result struct {
@@ -33,15 +33,16 @@ func call[T any](l *Locker, ctx context.Context, f func() (T, error), abandoned 
 	)
 	var state atomic.Int32
 	ch := make(chan result, 1)
-	go func() { // owns the count of l.wg that enter took
-		defer l.wg.Done()
+	if !l.lc.Go(func() {
 		v, err := f()
 		if state.CompareAndSwap(running, delivered) {
 			ch <- result{v, err}
 		} else if abandoned != nil {
 			abandoned(v, err)
 		}
-	}()
+	}) {
+		return f()
+	}
 	select {
 	case r := <-ch:
 		return r.v, r.err
@@ -78,29 +79,29 @@ type task struct {
 // Locker closes (closing the sessions deletes their nodes).
 func (l *Locker) cleanup(t task) {
 	t.backoff = 20 * time.Millisecond
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	l.lc.Lock()
+	if l.lc.ClosedLocked() {
+		l.lc.Unlock()
 		return // closing the sessions deletes their nodes
 	}
 	l.tasks = append(l.tasks, &t)
-	if !l.janitor {
-		l.janitor = true
-		l.wg.Add(1)
-		go l.runJanitor()
-	}
+	start := !l.janitor
+	l.janitor = true
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
+	l.lc.Unlock()
+	if start {
+		l.lc.Go(l.runJanitor) // refused only once Close has begun
+	}
 }
 
 func (l *Locker) runJanitor() {
-	defer l.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		l.mu.Lock()
+		l.lc.Lock()
 		now := time.Now()
 		var due, wait []*task
 		next := now.Add(time.Hour)
@@ -113,23 +114,23 @@ func (l *Locker) runJanitor() {
 			}
 		}
 		l.tasks = wait
-		l.mu.Unlock()
+		l.lc.Unlock()
 		for _, t := range due {
-			if isClosed(l.closing) {
+			if l.lc.Closing().Fired() {
 				return
 			}
 			if !l.clean(t) {
 				t.next = time.Now().Add(t.backoff)
 				t.backoff = min(2*t.backoff, time.Second)
 				next = minTime(next, t.next)
-				l.mu.Lock()
+				l.lc.Lock()
 				l.tasks = append(l.tasks, t)
-				l.mu.Unlock()
+				l.lc.Unlock()
 			}
 		}
 		timer.Reset(time.Until(next))
 		select {
-		case <-l.closing:
+		case <-l.lc.Closing().Done():
 			return
 		case <-l.wake:
 		case <-timer.C:

@@ -75,11 +75,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/distlock/distlock"
-	"github.com/distlock/distlock/internal/lease"
+	"github.com/distlock/distlock/internal/lifecycle"
 	"github.com/distlock/distlock/internal/retry"
 )
 
@@ -88,18 +87,15 @@ import (
 type Locker struct {
 	servers []string
 	opts    Options
-	closing chan struct{} // closed by Close
 
-	mu       sync.Mutex
-	closed   bool
+	// lc is the open/closed state; its Lock also guards the fields below,
+	// so that no session is opened once Close has collected them.
+	lc       lifecycle.Lifecycle
 	sessions map[time.Duration]*session
 	leases   map[distlock.Lease]*driver // granted and not released, for Multi
 	tasks    []*task                    // the janitor's queue
 	janitor  bool                       // its goroutine runs
 	wake     chan struct{}
-
-	wg        sync.WaitGroup // calls in flight, the janitor, queue reads
-	watchdogs lease.Group    // of the leases handed out; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -123,14 +119,15 @@ func New(servers []string, opts *Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Locker{
+	l := &Locker{
 		servers:  append([]string(nil), servers...),
 		opts:     o,
-		closing:  make(chan struct{}),
 		sessions: map[time.Duration]*session{},
 		leases:   map[distlock.Lease]*driver{},
 		wake:     make(chan struct{}, 1),
-	}, nil
+	}
+	l.lc.Init()
+	return l, nil
 }
 
 // Guarantees reports what the ZooKeeper recipe promises: fences are
@@ -170,38 +167,18 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 // go-zookeeper started to exit. Later calls return ErrClosed. Close is
 // idempotent and returns nil.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	close(l.closing)
-	sessions := make([]*session, 0, len(l.sessions))
-	for _, s := range l.sessions {
-		sessions = append(sessions, s)
-	}
-	l.mu.Unlock()
-	// Not under l.mu: a watchdog in the middle of an extension needs it
-	// (enter) to finish, and this waits for the watchdog.
-	l.watchdogs.Close()
-	for _, s := range sessions {
-		s.close()
-	}
-	l.wg.Wait()
+	l.lc.Close(lifecycle.Hooks{Shut: func() {
+		l.lc.Lock()
+		sessions := make([]*session, 0, len(l.sessions))
+		for _, s := range l.sessions {
+			sessions = append(sessions, s)
+		}
+		l.lc.Unlock()
+		for _, s := range sessions {
+			s.close()
+		}
+	}})
 	return nil
-}
-
-// enter registers a call or goroutine; it reports false if the Locker is
-// closed. Every true return must be matched by l.wg.Done.
-func (l *Locker) enter() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Add(1)
-	return true
 }
 
 // session returns the session for a TTL, opening it on first use.
@@ -210,9 +187,9 @@ func (l *Locker) session(ttl time.Duration) (*session, error) {
 	if timeout == 0 {
 		timeout = ttl
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	l.lc.Lock()
+	defer l.lc.Unlock()
+	if l.lc.ClosedLocked() {
 		return nil, distlock.ErrClosed
 	}
 	if s := l.sessions[timeout]; s != nil {
@@ -238,8 +215,8 @@ func (l *Locker) session(ttl time.Duration) (*session, error) {
 func (l *Locker) Path(key string) string { return l.opts.Prefix + "/" + escape(key) }
 
 func (l *Locker) register(ls distlock.Lease, d *driver) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
 	l.leases[ls] = d
 }
 
@@ -247,8 +224,8 @@ func (l *Locker) unregister(ls distlock.Lease) {
 	if ls == nil {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
 	delete(l.leases, ls)
 }
 
@@ -278,10 +255,10 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	if err != nil {
 		return nil, err
 	}
-	if !l.enter() {
+	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	if ctx.Err() != nil {
 		return nil, notAcquired(ctx, nil, nil)
 	}
@@ -307,10 +284,10 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	if err != nil {
 		return nil, err
 	}
-	if !l.enter() {
+	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	var last error
 	for {
 		if ctx.Err() != nil {
@@ -327,7 +304,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 			return nil, err
 		}
 		last = err
-		if retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), l.closing) != nil {
+		if retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), l.lc.Closing().Done()) != nil {
 			return nil, notAcquired(ctx, nil, last)
 		}
 	}

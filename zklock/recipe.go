@@ -137,7 +137,7 @@ func (l *Locker) makeParents(ctx context.Context, s *session, parent string) err
 // allows and the session is connected, else (or if that fails) through
 // the janitor.
 func (l *Locker) remove(ctx context.Context, s *session, v view, own string) {
-	if _, connected := s.current(); connected && ctx.Err() == nil && !isClosed(l.closing) && !isClosed(v.ended) {
+	if _, connected := s.current(); connected && ctx.Err() == nil && !l.lc.Closing().Fired() && !isClosed(v.ended) {
 		_, err := call(l, ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(own, -1) }, nil)
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
 			return
@@ -161,12 +161,7 @@ func (l *Locker) queue(ctx context.Context, s *session, v view, key, parent, own
 		_, st, ch, err := s.conn.GetW(own)
 		ownc <- ownNode{st, ch, err}
 	}
-	if l.enter() { // pipelined with the first listing
-		go func() {
-			defer l.wg.Done()
-			readOwn()
-		}()
-	} else {
+	if !l.lc.Go(readOwn) { // pipelined with the first listing
 		readOwn()
 	}
 	var me *ownNode
@@ -294,7 +289,7 @@ func (l *Locker) queue(ctx context.Context, s *session, v view, key, parent, own
 		case <-v.ended:
 		case <-ctx.Done():
 			return nil, notAcquired(ctx, nil, nil)
-		case <-l.closing:
+		case <-l.lc.Closing().Done():
 			return nil, distlock.ErrClosed
 		}
 	}
@@ -319,7 +314,7 @@ func (l *Locker) resume(ctx context.Context, s *session, v view, key string) err
 		case <-v.ended:
 		case <-ctx.Done():
 			return notAcquired(ctx, nil, nil)
-		case <-l.closing:
+		case <-l.lc.Closing().Done():
 			return distlock.ErrClosed
 		}
 	}
@@ -330,7 +325,7 @@ func (l *Locker) failed(ctx context.Context, s *session, v view, key, op string,
 	switch {
 	case ctx.Err() != nil:
 		return notAcquired(ctx, nil, nil)
-	case isClosed(l.closing):
+	case l.lc.Closing().Fired():
 		return distlock.ErrClosed
 	case isClosed(v.ended) || errors.Is(err, zk.ErrSessionExpired):
 		return &SessionError{Key: key, Cause: s.why(v.ended)}
@@ -360,7 +355,7 @@ func (l *Locker) grant(ctx context.Context, s *session, v view, key, own, token 
 	lo.TTL = valid // the watchdog extends every valid/3
 	ls, err := lease.Grant(ctx, lease.Config{
 		Key: key, Token: token, Fence: uint64(st.Czxid), Start: start,
-		ValidUntil: start.Add(valid), Options: lo, Driver: d, Group: &l.watchdogs,
+		ValidUntil: start.Add(valid), Options: lo, Driver: d, Group: l.lc.Watchdogs(),
 	})
 	if err != nil {
 		return nil, err

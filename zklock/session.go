@@ -247,7 +247,7 @@ func (s *session) ready(ctx context.Context, bound time.Duration) (view, error) 
 			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session: %w", distlock.ErrUnavailable, ctxErr(ctx))
 		case <-timeout:
 			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session within %v", distlock.ErrUnavailable, bound)
-		case <-s.l.closing:
+		case <-s.l.lc.Closing().Done():
 			return view{}, distlock.ErrClosed
 		}
 	}
