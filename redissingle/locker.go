@@ -2,7 +2,6 @@ package redissingle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -173,8 +172,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	if err := retry.Ended(ctx, nil); err != nil {
+		return nil, err
 	}
 	if err := l.checkServer(ctx); err != nil {
 		return nil, err

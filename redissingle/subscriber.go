@@ -51,17 +51,11 @@ func (l *Locker) subscribe(ctx context.Context) {
 		return
 	}
 	select {
-	case <-s.ready:
+	case <-s.ready: // every later turn: no timer
 		return
 	default:
 	}
-	t := time.NewTimer(firstSubscribeWait)
-	defer t.Stop()
-	select {
-	case <-s.ready:
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	_ = retry.Wait(ctx, firstSubscribeWait, s.ready) // ctx's end is the caller's to report
 }
 
 func (s *subscriber) setReady() { s.once.Do(func() { close(s.ready) }) }
