@@ -46,8 +46,8 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		if l.lc.Closed() {
 			return nil, errors.Join(distlock.ErrClosed, last)
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), err, last)
+		if err := ended(ctx, last); err != nil {
+			return nil, err
 		}
 		if since.IsZero() {
 			since = time.Now()
@@ -74,7 +74,7 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		case l.lc.Closed():
 			return nil, errors.Join(distlock.ErrClosed, err)
 		case ctx.Err() != nil && wait:
-			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), ctx.Err(), err)
+			return nil, ended(ctx, err)
 		case endedIdle(err) && stale < maxStale:
 			stale++ // the session ended with whatever it held: start again on another connection
 			last = err
@@ -96,13 +96,23 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		if errors.Is(err, lease.ErrExpiredInFlight) {
 			continue // the lock was granted too late and given back: queue again
 		}
-		if werr := retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil); werr != nil {
+		if retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil) != nil {
 			if l.lc.Closed() {
 				return nil, errors.Join(distlock.ErrClosed, last)
 			}
-			return nil, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), werr, last)
+			return nil, ended(ctx, last)
 		}
 	}
+}
+
+// ended is retry.Ended (an error matching distlock.ErrNotAcquired and
+// ctx.Err(), joined with last; nil while ctx has not ended) that also
+// keeps ctx's cause when it differs from ctx.Err().
+func ended(ctx context.Context, last error) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		last = errors.Join(cause, last)
+	}
+	return retry.Ended(ctx, last)
 }
 
 // maxStale bounds how many pooled connections one acquisition may find

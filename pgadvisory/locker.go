@@ -39,7 +39,6 @@ package pgadvisory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -175,8 +174,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	if err := ended(ctx, nil); err != nil {
+		return nil, err
 	}
 	return l.acquire(ctx, key, KeyID(l.opts.Namespace, key), o, false)
 }
@@ -200,8 +199,8 @@ func (l *Locker) TryAcquireID(ctx context.Context, id int64, opts ...distlock.Op
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	if err := ended(ctx, nil); err != nil {
+		return nil, err
 	}
 	return l.acquire(ctx, strconv.FormatInt(id, 10), id, o, false)
 }

@@ -2,7 +2,6 @@ package pgadvisory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -38,8 +37,8 @@ func (l *Locker) lockTx(ctx context.Context, q Querier, key string, wait bool) (
 	if q == nil {
 		return 0, fmt.Errorf("%w: pgadvisory: nil transaction", distlock.ErrInvalidArgument)
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, errors.Join(distlock.ErrNotAcquired, err)
+	if err := ended(ctx, nil); err != nil {
+		return 0, err
 	}
 	stmt := l.sql.xtry
 	if wait {
@@ -64,7 +63,7 @@ func (l *Locker) lockTx(ctx context.Context, q Querier, key string, wait bool) (
 		}
 	}
 	if ctx.Err() != nil {
-		return 0, errors.Join(distlock.ErrNotAcquired, context.Cause(ctx), ctx.Err(), err)
+		return 0, ended(ctx, err)
 	}
 	return 0, wrap("transaction lock "+strconv.Quote(key), err)
 }
