@@ -12,7 +12,8 @@ import (
 )
 
 // Causes joined with distlock.ErrLeaseLost (in Lease.Err) or returned by a
-// blocked Acquire whose session ended.
+// blocked Acquire whose session ended. When Close ended the session, the
+// cause is distlock.ErrClosed.
 var (
 	// ErrSessionExpired: the ZooKeeper server expired the session that
 	// owned the lock node, so the node is gone.
@@ -24,20 +25,19 @@ var (
 	// ErrNodeDeleted: the lock node was deleted by someone else (an
 	// operator revoking the lock).
 	ErrNodeDeleted = errors.New("zklock: lock node deleted")
-	// ErrClosedLocker: the Locker was closed, which ends its sessions.
-	ErrClosedLocker = errors.New("zklock: locker closed, its sessions ended")
 )
 
 // SessionError is returned by a blocked Acquire whose ZooKeeper session
 // ended while it waited in the queue (S26): the queue entry died with the
 // session, so the call stops instead of waiting on. It matches
 // distlock.ErrUnavailable and its Cause (ErrSessionExpired or
-// ErrSessionPresumedExpired), or distlock.ErrClosed and ErrClosedLocker
-// when Close ended the session.
+// ErrSessionPresumedExpired), or distlock.ErrClosed when Close ended the
+// session.
 type SessionError struct {
 	// Key is the lock's key.
 	Key string
-	// Cause is ErrSessionExpired or ErrSessionPresumedExpired.
+	// Cause is ErrSessionExpired, ErrSessionPresumedExpired or
+	// distlock.ErrClosed.
 	Cause error
 }
 
@@ -47,11 +47,11 @@ func (e *SessionError) Error() string {
 }
 
 // Unwrap returns distlock.ErrUnavailable and the cause; when the session
-// ended because this Locker was closed (ErrClosedLocker), distlock.ErrClosed
-// instead of ErrUnavailable, as every Acquire woken by Close returns.
+// ended because this Locker was closed, only the cause,
+// distlock.ErrClosed, as every Acquire woken by Close returns.
 func (e *SessionError) Unwrap() []error {
-	if errors.Is(e.Cause, ErrClosedLocker) {
-		return []error{distlock.ErrClosed, e.Cause}
+	if errors.Is(e.Cause, distlock.ErrClosed) {
+		return []error{e.Cause}
 	}
 	return []error{distlock.ErrUnavailable, e.Cause}
 }

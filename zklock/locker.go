@@ -160,12 +160,12 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 	}
 }
 
-// Close wakes this Locker's blocked Acquire calls (they return ErrClosed),
-// closes its sessions (the ensemble deletes their nodes at once, so held
-// leases are lost: Done fires and Err matches distlock.ErrLeaseLost and
-// ErrClosedLocker), and waits for every goroutine the Locker and
-// go-zookeeper started to exit. Later calls return ErrClosed. Close is
-// idempotent and returns nil.
+// Close wakes this Locker's blocked Acquire calls (they return
+// distlock.ErrClosed), closes its sessions (the ensemble deletes their
+// nodes at once, so held leases are lost: Done fires and Err matches
+// distlock.ErrLeaseLost and distlock.ErrClosed), and waits for every
+// goroutine the Locker and go-zookeeper started to exit. Later calls
+// return distlock.ErrClosed. Close is idempotent and returns nil.
 func (l *Locker) Close() error {
 	l.lc.Close(lifecycle.Hooks{Shut: func() {
 		l.lc.Lock()

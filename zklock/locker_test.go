@@ -380,7 +380,7 @@ func testClose(t *testing.T, e *ensemble) {
 	case <-time.After(time.Second):
 		t.Fatal("Done did not fire at Close")
 	}
-	wantErr(t, ls.Err(), distlock.ErrLeaseLost, zklock.ErrClosedLocker)
+	wantErr(t, ls.Err(), distlock.ErrLeaseLost, distlock.ErrClosed)
 	eventually(t, 5*time.Second, "nodes left after Close", func() bool { return len(e.lockNodes(t, key)) == 0 })
 	_, err = a.TryAcquire(context.Background(), key)
 	wantErr(t, err, distlock.ErrClosed)

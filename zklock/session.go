@@ -307,7 +307,7 @@ func (s *session) unhold(d *driver) {
 func (s *session) close() {
 	s.mu.Lock()
 	s.closed = true
-	s.endLocked(ErrClosedLocker) // before the server deletes the nodes
+	s.endLocked(distlock.ErrClosed) // before the server deletes the nodes
 	s.mu.Unlock()
 	s.conn.Close()
 	for range s.events {
