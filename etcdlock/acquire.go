@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock"
@@ -122,176 +121,167 @@ func adoptable(value []byte, token, op, my string) error {
 	return unavailable(op, fmt.Errorf("session entry %s belongs to another acquisition", my))
 }
 
-// wait waits until the entry my (created at rev) has no entry ahead of it.
-// It watches pred, the entry just ahead, which a read at revision read
-// found, and re-reads when pred goes, when the watch fails or every
-// PollInterval. It returns the instant before the read that found the
-// lock free, and a keepalive round sent for it. On failure the entry is
-// deleted.
-func (l *Locker) wait(ctx context.Context, s *session, key, my string, rev int64, pred *entry, read int64, o distlock.Options) (time.Time, *round, error) {
-	giveUp := func(err error) (time.Time, *round, error) {
-		l.giveUp(ctx, s, key, rev)
-		return time.Time{}, nil, err
+// TryAcquire implements distlock.Locker: one transaction that creates the
+// caller's entry only if the lock's prefix is empty, so contention leaves
+// no entry behind (concurrency.Mutex.TryLock writes one, then deletes it).
+// Keys of the locks of longer keys may lie under the prefix too (that of
+// "p/42" under that of "p", see keys.go); when the first key under it is
+// one, the transaction cannot tell whether the lock is free, and
+// TryAcquire queues an entry as Acquire does, keeps it if no entry of the
+// lock is ahead of it, and deletes it otherwise. A try that fails is
+// retried (on the member the client picks next), up to one try per
+// endpoint, within the TTL. If the key is held the error matches
+// distlock.ErrNotAcquired; if the cluster cannot be reached,
+// distlock.ErrUnavailable; if the etcd lease the entry was written under
+// ended before the lock is granted, ErrSessionExpired (which matches
+// distlock.ErrUnavailable). An empty key, a key longer than MaxKeyLen or an
+// invalid option returns an error matching distlock.ErrInvalidArgument,
+// before any request.
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.begin(key, opts)
+	if err != nil {
+		return nil, err
 	}
-	pfx := l.prefix(key)
-	recheck := pred.rev == 0 // the enqueue did not read the entry just ahead
-	for {
-		var gone int64 // the revision that deleted pred, if the watch saw it
-		if !recheck {
-			var err error
-			if gone, err = l.watch(ctx, s, pred, read); err != nil {
-				return giveUp(err)
+	defer l.lc.Leave()
+	if err := retry.Ended(ctx, nil); err != nil {
+		return nil, err
+	}
+	start, s, r, err := l.join(ctx, key, o)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	pfx, my := l.prefix(key), l.etcdKey(key, s)
+	token := lease.NewToken()
+	until, tries := start.Add(o.TTL-drift(o.TTL)), len(l.cli.Endpoints())
+	var resp *clientv3.TxnResponse
+	maybe, err := l.do(ctx, o.TTL, until, tries, s.dead, func(ctx context.Context) error {
+		var err error
+		resp, err = l.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
+			Then(clientv3.OpPut(my, token, clientv3.WithLease(s.id))).
+			Else(clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
+			Commit()
+		return err
+	})
+	if err != nil {
+		l.abandon(s, key, 0) // a try that failed may still create the entry
+		return nil, ctxErr(ctx, unavailable("acquire", err))
+	}
+	rev := resp.Header.Revision
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		switch {
+		case len(kvs) > 0 && !isEntry(pfx, kvs[0].Key):
+			// A longer key's lock comes first: find this lock's own.
+			return l.tryQueued(ctx, s, key, token, start, until, maybe, o, r)
+		case len(kvs) == 0 || string(kvs[0].Key) != my: // held by another entry
+			if maybe {
+				l.abandon(s, key, 0) // an earlier try may still create ours
+			} else {
+				l.detach(s, key)
 			}
+			return nil, errHeld(key)
 		}
-		recheck = false
-		start := time.Now()
-		var r *round
-		if !s.fresh(start, staleAfter(o.TTL)) {
-			r = s.renewAfter(start)
+		if err := adoptable(kvs[0].Value, token, "acquire", my); err != nil {
+			return nil, err
 		}
+		rev = kvs[0].CreateRevision // an earlier try of ours created it
+	}
+	if maybe {
+		l.retire(s, key) // a timed-out try could re-create the entry after the release
+	}
+	return l.grant(ctx, s, key, my, rev, token, start, o, r)
+}
+
+// tryQueued is the rest of a TryAcquire whose transaction found a key of a
+// longer key's lock first under the prefix: it queues the caller's entry
+// (enqueue), reads the entry ahead of it if the enqueue could not tell,
+// and grants the lock if there is none. Otherwise it deletes the entry
+// (giveUp) and reports the key held. Its requests are bounded as
+// TryAcquire's (until, one try per endpoint); maybe: a try of TryAcquire's
+// own transaction failed.
+func (l *Locker) tryQueued(ctx context.Context, s *session, key, token string, start, until time.Time, maybe bool, o distlock.Options, r *round) (distlock.Lease, error) {
+	tries := len(l.cli.Endpoints())
+	q, queuedMaybe, err := l.enqueue(ctx, s, key, token, until, tries)
+	if err != nil {
+		return nil, ctxErr(ctx, unavailable("acquire", err))
+	}
+	if maybe || queuedMaybe {
+		l.retire(s, key) // a timed-out try could re-create the entry after it is deleted
+	}
+	ahead := q.pred
+	if ahead != nil && ahead.rev == 0 {
 		var st queueState
-		_, err := l.do(ctx, o.TTL, time.Now().Add(o.TTL), 0, s.dead, func(ctx context.Context) error {
+		_, err := l.do(ctx, o.TTL, until, tries, s.dead, func(ctx context.Context) error {
 			var err error
-			st, err = l.queueRead(ctx, pfx, my, rev, gone)
+			st, err = l.queueRead(ctx, l.prefix(key), q.my, q.rev, 0)
 			return err
 		})
 		switch {
-		case ctx.Err() != nil:
-			return giveUp(ctxErr(ctx, err))
-		case l.lc.Closing().Fired():
-			return giveUp(distlock.ErrClosed)
-		case s.isDead():
-			return giveUp(errors.Join(ErrSessionExpired, s.err()))
 		case err != nil:
-			_ = retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil)
-			recheck = true
-			continue
-		}
-		if !st.mine { // deleted, and perhaps created again by a late try of the enqueue
+			l.giveUp(ctx, s, key, q.rev)
+			return nil, ctxErr(ctx, unavailable("acquire", err))
+		case !st.mine: // deleted, and perhaps created again by a late try of the enqueue
 			l.giveUp(ctx, s, key, 0)
-			return time.Time{}, nil, fmt.Errorf("%w: the waiting entry %s was deleted", ErrSessionExpired, my)
+			return nil, unavailable("acquire", fmt.Errorf("the entry %s was deleted", q.my))
 		}
-		if st.ahead == nil {
-			return start, r, nil
-		}
-		pred, read = st.ahead, st.revision
+		ahead = st.ahead
 	}
+	if ahead != nil {
+		l.giveUp(ctx, s, key, q.rev)
+		return nil, errHeld(key)
+	}
+	return l.grant(ctx, s, key, q.my, q.rev, token, start, o, r)
 }
 
-// watch waits until the entry pred, which a read at revision read found,
-// is deleted, the watch fails, or PollInterval passes. It returns the
-// revision of the deletion, or 0 when it stopped for another reason (read
-// the queue again all the same). It returns an error if ctx ends, the
-// Locker closes or the session dies.
-//
-// The watch starts at the member's current revision, so the member serves
-// it as soon as a deletion commits (a watch from a revision the member has
-// already passed waits for etcd's 100 ms catch-up loop, which is why
-// concurrency.Mutex hands off in about 100 ms). If the member had passed
-// read when the watch started, pred may have gone in between: one point
-// read at or after the watch's start (stillThere) checks that it has not,
-// before the watch is trusted.
-func (l *Locker) watch(ctx context.Context, s *session, pred *entry, read int64) (int64, error) {
-	l.keepStream()
-	if testHookBeforeWatch != nil {
-		testHookBeforeWatch(pred.key)
+// grant makes the lease of an entry that holds the lock. Its validity is
+// the acquisition's start plus the TTL minus drift, capped by the
+// session's deadline (after the keepalive r, if one was sent for it). If
+// the session is dead by then, or dies while the lease is made, grant
+// hands out no lease and returns an error matching ErrSessionExpired (and
+// distlock.ErrUnavailable) that wraps the session's cause; the entry went
+// with the etcd lease, or, if the session died because the Locker closed
+// (its etcd lease may live on), grant deletes it (see giveUp).
+func (l *Locker) grant(ctx context.Context, s *session, key, my string, rev int64, token string, start time.Time, o distlock.Options, r *round) (distlock.Lease, error) {
+	if testHookBeforeGrant != nil {
+		testHookBeforeGrant()
 	}
-	wctx, cancel := context.WithCancel(l.waitContext())
-	defer cancel()
-	// The client's Watch blocks until the member confirms the watch, which
-	// waits for the stream to reconnect if it is broken (a waiter cut off
-	// from the cluster): the caller's end, the session's death and the
-	// poll must end that wait too. Each cancels wctx, which closes wch.
-	defer context.AfterFunc(ctx, cancel)()
-	poll := time.AfterFunc(l.opts.PollInterval, cancel)
-	defer poll.Stop()
-	go func() {
-		select {
-		case <-s.dead:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	for wch := l.cli.Watch(wctx, pred.key, clientv3.WithCreatedNotify()); ; {
-		wr, ok := <-wch
-		switch {
-		case ctx.Err() != nil:
-			return 0, retry.Ended(ctx, nil)
-		case l.lc.Closing().Fired():
-			return 0, distlock.ErrClosed
-		case s.isDead():
-			return 0, errors.Join(ErrSessionExpired, s.err())
-		case !ok || wr.Canceled || wr.Err() != nil:
-			return 0, nil // the poll, or the watch failed: read the queue again
-		case wr.Created:
-			if wr.Header.Revision > read && !l.stillThere(ctx, s, pred, wr.Header.Revision) {
-				return 0, nil
-			}
-			continue
-		}
-		for _, ev := range wr.Events {
-			// A member behind read may still report the deletion of an
-			// earlier entry under the same key (the session queued for
-			// the lock before): pred itself existed at read.
-			if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > read {
-				return ev.Kv.ModRevision, nil
-			}
-		}
+	if r != nil {
+		_ = r.wait(ctx, s, l.opts.keepAliveTimeout(o.TTL)) // else the current deadline applies
 	}
-}
-
-// testHookBeforeWatch, set by tests only (nil in production), runs before
-// a waiter starts watching its predecessor pred.
-var testHookBeforeWatch func(pred string)
-
-// stillThere reports whether pred still exists, with its create revision,
-// at revision from or later: then it was not deleted up to from (a deleted
-// entry never comes back with the same create revision). The member
-// answers first (serializable) if it has reached from, else the leader.
-// An error reports false.
-func (l *Locker) stillThere(ctx context.Context, s *session, pred *entry, from int64) bool {
-	var resp *clientv3.GetResponse
-	_, err := l.do(ctx, s.ttl, time.Time{}, 1, s.dead, func(ctx context.Context) error {
-		var err error
-		resp, err = l.cli.Get(ctx, pred.key, clientv3.WithSerializable())
-		if err == nil && resp.Header.Revision < from {
-			resp, err = l.cli.Get(ctx, pred.key)
-		}
-		return err
+	if err := s.err(); err != nil {
+		l.giveUp(ctx, s, key, rev)
+		return nil, fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	}
+	vu := start.Add(o.TTL - drift(o.TTL))
+	if sd := s.deadlineNow(); sd.Before(vu) {
+		vu = sd
+	}
+	d := &driver{l: l, s: s, key: key, my: my, rev: rev, ttl: o.TTL, deleting: make(chan struct{}, 1)}
+	ls, err := lease.Grant(ctx, lease.Config{
+		Key: key, Token: token, Fence: uint64(rev), Start: start, ValidUntil: vu,
+		Options: o, Driver: d, Group: l.lc.Watchdogs(),
 	})
-	if err != nil || resp.Header.Revision < from {
-		return false
+	if err != nil {
+		return nil, err
 	}
-	kvs := resp.Kvs
-	return len(kvs) == 1 && kvs[0].CreateRevision == pred.rev
+	if testHookBeforeAttach != nil {
+		testHookBeforeAttach()
+	}
+	d.attach(ls, vu)
+	if err := s.err(); err != nil { // it died after the check above: attach reported the lease lost
+		d.finish()
+		d.forget()
+		l.giveUp(ctx, s, key, rev) // deletes the entry if the Locker closed (its lease may live on)
+		return nil, fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	}
+	return ls, nil
 }
 
-// giveUp deletes the entry of a waiter that stops waiting: at once if the
-// cluster answers within a try timeout, else in the background. rev is
-// the entry's create revision, or 0 for whatever entry the session has in
-// the lock (one that a late try of the enqueue created again).
-func (l *Locker) giveUp(ctx context.Context, s *session, key string, rev int64) {
-	if err := s.err(); err != nil && !errors.Is(err, distlock.ErrClosed) {
-		l.detach(s, key) // the lease expired or was revoked: its entry went with it
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.tryTimeout(s.ttl))
-	defer cancel()
-	stop := make(chan struct{})
-	close(stop) // one try only
-	my := l.etcdKey(key, s)
-	_, err := l.do(cctx, s.ttl, time.Time{}, 0, stop, func(ctx context.Context) error {
-		if rev == 0 {
-			_, err := l.cli.Delete(ctx, my)
-			return err
-		}
-		_, err := l.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(my), "=", rev)).
-			Then(clientv3.OpDelete(my)).Commit()
-		return err
-	})
-	if err == nil {
-		l.detach(s, key)
-		return
-	}
-	l.abandon(s, key, rev)
-}
+// testHookBeforeGrant, set by tests only (nil in production), runs at the
+// start of grant.
+var testHookBeforeGrant func()
+
+// testHookBeforeAttach, set by tests only (nil in production), runs in
+// grant after the lease is made, before it is attached to its session.
+var testHookBeforeAttach func()

@@ -127,7 +127,7 @@ func (d *driver) reapCheck() {
 }
 
 // finish detaches the lock from its session, once. The Locker keeps it
-// (for Guard) until it is released.
+// (for HeldCmp) until it is released.
 func (d *driver) finish() {
 	d.mu.Lock()
 	if d.finished {

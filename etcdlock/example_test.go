@@ -36,7 +36,7 @@ func Example() {
 
 // A write in etcd that applies only while the lock is held, checked by the
 // etcd cluster itself: safe even if this process was paused past its lease.
-func ExampleLocker_GuardedTxn() {
+func ExampleLocker_TxnIfHeld() {
 	ctx := context.Background()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"10.0.0.1:2379", "10.0.0.2:2379", "10.0.0.3:2379"}})
 	if err != nil {
@@ -53,7 +53,7 @@ func ExampleLocker_GuardedTxn() {
 		log.Fatal(err)
 	}
 	defer ls.Release(ctx)
-	if _, err := locker.GuardedTxn(ctx, ls, clientv3.OpPut("config/current", "v2")); err != nil {
+	if _, err := locker.TxnIfHeld(ctx, ls, clientv3.OpPut("config/current", "v2")); err != nil {
 		log.Fatal(err) // matches distlock.ErrLeaseLost if the lock was lost: nothing written
 	}
 }

@@ -29,7 +29,7 @@ func TestEtcdLock(t *testing.T) {
 		t.Run("WaiterBehindALeavingWaiter", c.testWaiterBehindALeavingWaiter)
 		t.Run("ExtendAfterExpiry", c.testExtendAfterExpiry)
 		t.Run("Watchdog", c.testWatchdog)
-		t.Run("GuardedTxn", c.testGuardedTxn)
+		t.Run("TxnIfHeld", c.testTxnIfHeld)
 		t.Run("RevokedLeaseLost", c.testRevokedLeaseLost)
 		t.Run("Closed", c.testClosed)
 		t.Run("BadInput", c.testBadInput)
@@ -375,34 +375,34 @@ func (c *cluster) testWatchdog(t *testing.T) {
 	mustRelease(t, ls)
 }
 
-// testGuardedTxn: a guarded write applies while held and not after the
+// testTxnIfHeld: a guarded write applies while held and not after the
 // lock passed to someone else.
-func (c *cluster) testGuardedTxn(t *testing.T) {
+func (c *cluster) testTxnIfHeld(t *testing.T) {
 	t.Parallel()
 	a, b := c.locker(t, "a", nil), c.locker(t, "b", nil)
 	admin := c.admin(t)
 	key := uniqueKey(t)
 	data := "data/" + key
 	ls := mustAcquire(t, a, key, distlock.WithTTL(2*time.Second))
-	if _, err := a.GuardedTxn(context.Background(), ls, clientv3.OpPut(data, "a")); err != nil {
+	if _, err := a.TxnIfHeld(context.Background(), ls, clientv3.OpPut(data, "a")); err != nil {
 		t.Fatalf("guarded write while held: %v", err)
 	}
 	<-ls.Done() // expires; b takes over
 	lb := mustAcquire(t, b, key)
-	_, err := a.GuardedTxn(context.Background(), ls, clientv3.OpPut(data, "stale"))
+	_, err := a.TxnIfHeld(context.Background(), ls, clientv3.OpPut(data, "stale"))
 	wantErr(t, err, distlock.ErrLeaseLost)
 	resp, err := admin.Get(context.Background(), data)
 	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "a" {
 		t.Fatalf("data %v %v, want the holder's write only", resp, err)
 	}
-	if _, err := b.GuardedTxn(context.Background(), lb, clientv3.OpPut(data, "b")); err != nil {
+	if _, err := b.TxnIfHeld(context.Background(), lb, clientv3.OpPut(data, "b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Guard(lb); !errors.Is(err, distlock.ErrInvalidArgument) {
-		t.Fatalf("Guard of another Locker's lease: %v", err)
+	if _, err := a.HeldCmp(lb); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("HeldCmp of another Locker's lease: %v", err)
 	}
 	mustRelease(t, lb)
-	_, err = b.Guard(lb)
+	_, err = b.HeldCmp(lb)
 	wantErr(t, err, distlock.ErrReleased)
 }
 

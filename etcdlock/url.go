@@ -28,17 +28,7 @@ const (
 	DefaultDialKeepAliveTimeout = 3 * time.Second
 )
 
-// open is the Opener of "etcd://" URLs:
-//
-//	etcd://[user:password@]host1[:port],host2[:port],...[/prefix][?params]
-//
-// A missing port is 2379. The path, without its first "/", is
-// Options.Prefix; a non-empty prefix that does not end in "/" gets one
-// ("etcd://h/locks" locks key k under "locks/k/", as `etcdctl lock
-// locks/k`; "etcd://h//locks/" under "/locks/k/"). Parameters: ttl,
-// autoextend, retry_min, retry_max (every backend's), request_timeout and
-// poll_interval (see Options). Unknown parameters are rejected. Open does
-// no I/O: the client connects on first use, and the Locker closes it.
+// open is the Opener of "etcd://" URLs (see the package documentation).
 func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return nil, fmt.Errorf("%w: etcdlock: URL %q has no hosts", distlock.ErrInvalidArgument, u.Redacted())

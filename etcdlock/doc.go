@@ -1,0 +1,91 @@
+// Package etcdlock is the etcd backend: a lock is a queue of keys under
+// the lock's prefix, each attached to an etcd lease, served in the order
+// of their create revisions, with the key layout of etcd's
+// concurrency.Mutex and `etcdctl lock`, so that this Locker, Mutex users
+// and etcdctl exclude each other (a migration needs no flag day).
+//
+// # Keys
+//
+// A key is any non-empty byte string of at most MaxKeyLen bytes ("/", NUL
+// and invalid UTF-8 included). The lock of key k is the prefix
+// Options.Prefix+k+"/"; a client's entry is that prefix followed by its
+// etcd lease ID in hex, as Mutex writes it. The entry with the lowest
+// create revision holds the lock. The entries of a lock are the keys
+// directly under its prefix: the lock of "p/42" lies under "p/" too, one
+// level down, and the lock of "p" skips its keys, so that "p" and "p/42"
+// are independent locks (see keys.go). A queue read that meets such keys
+// reads every key under the prefix created before the caller's entry
+// (names only). Mutex and etcdctl wait for every key under the prefix: a
+// Mutex on "p" also waits for the holders of "p/42", which delays it but
+// never breaks exclusion.
+//
+// # Sessions
+//
+// The Locker shares one etcd lease (a session) between its locks and
+// waiters of the same TTL, renewed by one goroutine every TTL/10, so a
+// client holding many locks holds few leases; a second acquisition of a
+// key the Locker already holds or waits for uses another session (its
+// entry must differ). Each lock still ends on its own: at its own TTL
+// unless extended (its entry is then deleted), on Release, or when its
+// session dies. The session's local deadline is the send time of the last
+// keepalive the server answered, plus the TTL, minus the drift allowance
+// (TTL x 0.01 + 2 ms): the server keeps the lease at least that long, so a
+// holder is told (Done) before anyone else can be granted the key. An
+// unused session is revoked after one TTL, and at Close.
+//
+// # Acquire
+//
+// One transaction creates the entry if absent and reads the entry just
+// before it; the call holds the lock if there is none. Otherwise it
+// watches only that predecessor (no herd), from the member's current
+// revision, so the member serves the watch as soon as the deletion
+// commits (a watch from a revision the member has already passed, as
+// concurrency.Mutex starts it, waits for etcd's 100 ms catch-up loop); if
+// the member had passed the read when the watch started, one point read
+// checks that the predecessor is still there. When the predecessor goes,
+// one read checks that the caller's entry still exists and that no earlier
+// entry is left; it is served by the member (serializable) when the member
+// has applied the deletion, since an earlier entry can only go, never
+// come, else through the leader. What keeps the lock exclusive until its
+// validity is the session's deadline, which caps it. Waiters queue in
+// arrival (create revision) order; the order of hand-offs is not promised
+// (Guarantees.FIFO is false). TryAcquire writes its entry only if the lock
+// is free, so contention leaves nothing behind.
+//
+// # Fencing
+//
+// The fence is the create revision of the holder's entry: cluster-wide,
+// strictly increasing across holders and durable across restarts and
+// leader changes. HeldCmp and TxnIfHeld make a write in etcd conditional
+// on the lock still being held (a fence checked by the coordinator
+// itself, safe even if the holder was paused past its lease).
+//
+// # Failures
+//
+// Each request try is bounded by Options.RequestTimeout (at most TTL/3)
+// and a failed try is retried on the member the client picks next, so a
+// frozen or cut-off member costs one timeout; a minority of the members
+// may fail. A waiter whose session dies (cut off from the cluster for a
+// TTL, or its lease revoked) returns ErrSessionExpired at once; a
+// cancelled or failed Acquire deletes its entry (in the background if the
+// cluster cannot be reached). A holder whose keepalives fail is told the
+// lease is lost (Done) at the session's local deadline, before the server
+// can expire it; a crashed holder's entry goes when its etcd lease
+// expires, a TTL later. An extension or release that finds the entry
+// deleted or re-created returns ErrKeyGone.
+//
+// # URL
+//
+//	etcd://[user:password@]host1:2379,host2:2379,...[/prefix][?params]
+//
+// opens a Locker over a client of its own, with distlock.Open. A missing
+// port is 2379. The path, without its first "/", is Options.Prefix; a
+// non-empty prefix that does not end in "/" gets one ("etcd://h/locks"
+// locks key k under "locks/k/", as `etcdctl lock locks/k`;
+// "etcd://h//locks/" under "/locks/k/"). Parameters: ttl, autoextend,
+// retry_min, retry_max (every backend's), request_timeout and
+// poll_interval (see Options), and dial_timeout (default 5 s, used with
+// credentials). Unknown parameters are rejected (distlock.ErrInvalidArgument).
+// Opening does no I/O: the client connects on first use, and the Locker's
+// Close closes it.
+package etcdlock
