@@ -4,6 +4,10 @@
 //
 // Schemes: mem (memlock), redis and rediss (redissingle), redlock (redlock), etcd (etcdlock),
 // postgres and postgresql (pgadvisory), zk (zklock).
+//
+// A backend registers its schemes from its own package's init
+// (distlock.Register); this list of imports is the one place that names
+// every backend.
 package all
 
 import (
