@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // Causes joined with distlock.ErrLeaseLost (in Lease.Err) or returned by a
@@ -67,20 +68,21 @@ func ctxErr(ctx context.Context) error {
 	return errors.Join(err, cause)
 }
 
-// notAcquired is the error of an acquisition whose context ended: err if
-// it already matches distlock.ErrNotAcquired and ctx.Err(), else err
-// joined with both and the context's cause; last, the error of an earlier
-// attempt, is kept.
+// notAcquired is the error of an acquisition whose context ended:
+// retry.Ended's join of distlock.ErrNotAcquired, ctx.Err() and err (err
+// alone if it matches both already), joined with context.Cause(ctx) when
+// the context was given a cause of its own and err does not carry it;
+// last, the error of an earlier attempt, is kept.
 func notAcquired(ctx context.Context, err, last error) error {
-	if err != nil && errors.Is(err, distlock.ErrNotAcquired) && errors.Is(err, ctx.Err()) {
-		return errors.Join(err, last)
+	e := retry.Ended(ctx, err)
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() && !errors.Is(e, cause) {
+		e = errors.Join(e, cause)
 	}
-	return errors.Join(distlock.ErrNotAcquired, ctxErr(ctx), err, last)
+	if last == nil {
+		return e
+	}
+	return errors.Join(e, last)
 }
-
-// errAmbiguous marks a failed create after which the node may exist (the
-// request may have reached the server): the caller searches for its GUID.
-var errAmbiguous = errors.New("outcome unknown")
 
 // transient reports zk errors that mean "not now": the connection or the
 // session is gone, or the call was abandoned.
