@@ -2,7 +2,7 @@ package conformance
 
 import "github.com/distlock/distlock"
 
-// catalogue is the scenario list of CONFORMANCE.md. Each expectation is
+// catalogue is the scenario list (docs/conformance.md). Each expectation is
 // derived from the backend's Guarantees, never from its name, so a backend
 // that promises more is held to more.
 var catalogue = []scenario{

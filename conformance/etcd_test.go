@@ -96,10 +96,10 @@ func etcdHarness(t *testing.T) conformance.Harness {
 			ours := append([]*etcdlock.Locker(nil), lockers...)
 			mu.Unlock()
 			for _, l := range ours {
-				if _, err := l.Guard(ls); err != nil {
+				if _, err := l.HeldCmp(ls); err != nil {
 					continue
 				}
-				_, err := l.GuardedTxn(ctx, ls, clientv3.OpPut(guardedKey(ls.Key()), value))
+				_, err := l.TxnIfHeld(ctx, ls, clientv3.OpPut(guardedKey(ls.Key()), value))
 				return err
 			}
 			return fmt.Errorf("lease of %s not held through any open Locker: %w", ls.Key(), distlock.ErrLeaseLost)

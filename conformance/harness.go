@@ -64,9 +64,9 @@ type Harness struct {
 	// the backend; nil if clients cannot be separate processes.
 	URL func(client string) string
 
-	// Spec is the backend column of CONFORMANCE.md this harness is judged
-	// against ("R5", "R1", "PG", "E3", "Z3"; "" for none): where that
-	// column says OK, the backend's Guarantees may not expect a break
+	// Spec is the topology of the specification table
+	// (docs/conformance.md) this harness is judged against ("R5", "R1",
+	// "PG", "E3", "Z3"; "" for none): where that topology's cell says OK, the backend's Guarantees may not expect a break
 	// unless the deviation is documented (see specDeviations).
 	Spec string
 

@@ -34,18 +34,34 @@ const (
 )
 
 // Result is one scenario run against one backend.
+//
+// The fields up to Reason depend only on the catalogue, the backend's
+// Guarantees and the harness, and on the verdict: they are what the
+// tracked report (report/<backend>.json, matrix.md) holds. Detail,
+// Metrics and Seconds differ from run to run and are written only to the
+// run files under report/runs/, which git ignores.
 type Result struct {
 	Backend  string
 	Scenario string
 	Title    string
 	Property string
-	Spec     string `json:",omitempty"` // the CONFORMANCE.md cell, where it differs from Expected
-	Expected string // "holds", "breaks", "measure" or "n/a"
-	Observed string // "held", "broke", "inconclusive", or the measurement
+	Spec     string `json:",omitempty"` // a note where the expectation differs from the catalogue's OK cell
+	Expected string // "holds", "breaks", "measure", "n/a" or "not run"
+	Observed string // "held", "broke", "inconclusive", "measured" or "-"
 	Verdict  Verdict
-	Detail   string             `json:",omitempty"`
-	Metrics  map[string]float64 `json:",omitempty"`
-	Seconds  float64
+	// Reason is why the expectation is what it is: the limitation a
+	// "breaks" expectation rests on, what an n/a scenario needs, or the
+	// specification problem behind a BUG found before running.
+	Reason  string             `json:",omitempty"`
+	Detail  string             `json:",omitempty"` // what the run saw
+	Metrics map[string]float64 `json:",omitempty"`
+	Seconds float64            `json:",omitempty"`
+}
+
+// stable returns res without its run-specific fields.
+func (res Result) stable() Result {
+	res.Detail, res.Metrics, res.Seconds = "", nil, 0
+	return res
 }
 
 // Report is the results of one backend's run, or of one part of it (the
@@ -53,7 +69,7 @@ type Result struct {
 // of the matrix).
 type Report struct {
 	Backend string
-	Written time.Time
+	Written time.Time `json:",omitzero"` // set in the run file only
 	Short   bool
 	Results []Result
 
@@ -62,6 +78,17 @@ type Report struct {
 
 // add records a result; Run calls it from one goroutine at a time.
 func (r *Report) add(res Result) { r.Results = append(r.Results, res) }
+
+// stable returns the report as tracked: no time, results sorted and
+// stripped of their run-specific fields.
+func (r *Report) stable() Report {
+	s := Report{Backend: r.Backend, Short: r.Short, file: r.file}
+	for _, res := range r.Results {
+		s.Results = append(s.Results, res.stable())
+	}
+	sortResults(s.Results)
+	return s
+}
 
 // ReportDir is where reports are written: $DISTLOCK_REPORT_DIR, else the
 // report/ folder at the module root.
@@ -80,32 +107,84 @@ func ReportDir() string {
 	}
 }
 
+// runDir is the folder of the run files, inside the report directory.
+const runDir = "runs"
+
 // reportWrites serialises report writes: each rewrites the matrix from
 // every JSON file, which another write may be in the middle of.
 var reportWrites sync.Mutex
 
-// write saves this backend's JSON and regenerates the Markdown matrix from
-// every backend's JSON in the directory.
+// write saves this backend's tracked JSON (stable fields only) and its
+// run file (every field, with the time of writing), then regenerates
+// matrix.md from every tracked JSON in dir and runs/details.md from every
+// run file. A run whose verdicts match the last one leaves the tracked
+// files byte for byte as they were.
 func (r *Report) write(dir string) error {
 	reportWrites.Lock()
 	defer reportWrites.Unlock()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	runs := filepath.Join(dir, runDir)
+	if err := os.MkdirAll(runs, 0o755); err != nil {
 		return err
 	}
-	r.Written = time.Now().UTC().Truncate(time.Second)
-	sort.Slice(r.Results, func(i, j int) bool { return scenarioLess(r.Results[i].Scenario, r.Results[j].Scenario) })
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(runs, ".gitignore"), []byte("*\n"), 0o644); err != nil {
 		return err
 	}
 	file := r.file
 	if file == "" {
 		file = r.Backend
 	}
-	if err := os.WriteFile(filepath.Join(dir, file+".json"), append(b, '\n'), 0o644); err != nil {
+	sortResults(r.Results)
+	r.Written = time.Now().UTC().Truncate(time.Second)
+	if err := writeJSON(filepath.Join(runs, file+".json"), r); err != nil {
 		return err
 	}
-	return writeMatrix(dir)
+	s := r.stable()
+	if err := writeJSON(filepath.Join(dir, file+".json"), &s); err != nil {
+		return err
+	}
+	reps, err := readReports(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "matrix.md"), renderMatrix(reps), 0o644); err != nil {
+		return err
+	}
+	if reps, err = readReports(runs); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(runs, "details.md"), renderDetails(reps), 0o644)
+}
+
+func writeJSON(path string, r *Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// readReports reads every report JSON in dir, merging the parts of one
+// backend, in backend order.
+func readReports(dir string) ([]Report, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	var reps []Report
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		reps = mergeReport(reps, r)
+	}
+	sort.Slice(reps, func(i, j int) bool { return reps[i].Backend < reps[j].Backend })
+	return reps, nil
+}
+
+func sortResults(rs []Result) {
+	sort.SliceStable(rs, func(i, j int) bool { return scenarioLess(rs[i].Scenario, rs[j].Scenario) })
 }
 
 func scenarioOrder(id string) int {
@@ -123,22 +202,44 @@ func scenarioLess(a, b string) bool {
 	return a < b
 }
 
-// writeMatrix renders matrix.md: scenario x backend, expected and observed.
-func writeMatrix(dir string) error {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	var reps []Report
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
+// renderMatrix renders matrix.md from the tracked reports: scenario x
+// backend, expected and observed, then the reasons behind the
+// expectations. It reads only stable fields, so the same verdicts give the
+// same bytes.
+func renderMatrix(reps []Report) []byte {
+	var sb strings.Builder
+	sb.WriteString("# Conformance matrix\n\nGenerated by the conformance suite (`conformance.Run`); do not edit. ")
+	sb.WriteString("Scenarios, properties and verdicts are defined in docs/conformance.md. ")
+	sb.WriteString("Each cell: expected / observed → verdict. A BUG fails the test run. ")
+	sb.WriteString("What each run saw (details, durations, metrics) is in report/runs/, which git ignores.\n\n")
+	for _, r := range reps {
+		mode := "full"
+		if r.Short {
+			mode = "-short"
 		}
-		var r Report
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		reps = mergeReport(reps, r)
+		fmt.Fprintf(&sb, "- %s: %s run\n", r.Backend, mode)
 	}
-	sort.Slice(reps, func(i, j int) bool { return reps[i].Backend < reps[j].Backend })
+	writeTable(&sb, reps)
+	sb.WriteString("\n## Reasons\n\nWhy a scenario is expected to break or is not applicable, and where an expectation differs from the catalogue.\n\n")
+	for _, r := range reps {
+		fmt.Fprintf(&sb, "### %s\n\n", r.Backend)
+		for _, res := range r.Results {
+			if res.Reason == "" && res.Spec == "" {
+				continue
+			}
+			fmt.Fprintf(&sb, "- %s %s: %s", res.Scenario, res.Verdict, res.Reason)
+			if res.Spec != "" {
+				fmt.Fprintf(&sb, " [%s]", res.Spec)
+			}
+			sb.WriteString("\n")
+		}
+		sb.WriteString("\n")
+	}
+	return []byte(sb.String())
+}
+
+// writeTable writes the scenario x backend table.
+func writeTable(sb *strings.Builder, reps []Report) {
 	type row struct{ id, title, prop string }
 	rows := map[string]row{}
 	cells := map[string]map[string]Result{}
@@ -156,17 +257,6 @@ func writeMatrix(dir string) error {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return scenarioLess(ids[i], ids[j]) })
-
-	var sb strings.Builder
-	sb.WriteString("# Conformance matrix\n\nGenerated by the conformance suite (`conformance.Run`); do not edit. ")
-	sb.WriteString("Each cell: expected / observed → verdict. A BUG fails the test run.\n\n")
-	for _, r := range reps {
-		mode := "full"
-		if r.Short {
-			mode = "-short"
-		}
-		fmt.Fprintf(&sb, "- %s: run %s (%s)\n", r.Backend, r.Written.Format(time.RFC3339), mode)
-	}
 	sb.WriteString("\n| # | scenario | property |")
 	for _, r := range reps {
 		sb.WriteString(" " + r.Backend + " |")
@@ -174,7 +264,7 @@ func writeMatrix(dir string) error {
 	sb.WriteString("\n| --- | --- | --- |" + strings.Repeat(" --- |", len(reps)) + "\n")
 	for _, id := range ids {
 		rw := rows[id]
-		fmt.Fprintf(&sb, "| %s | %s | %s |", rw.id, rw.title, rw.prop)
+		fmt.Fprintf(sb, "| %s | %s | %s |", rw.id, rw.title, rw.prop)
 		for _, r := range reps {
 			res, ok := cells[id][r.Backend]
 			switch {
@@ -183,42 +273,35 @@ func writeMatrix(dir string) error {
 			case res.Verdict == NotApplicable || res.Verdict == NotRun:
 				sb.WriteString(" " + string(res.Verdict) + " |")
 			default:
-				fmt.Fprintf(&sb, " %s / %s → **%s** |", res.Expected, res.Observed, res.Verdict)
+				fmt.Fprintf(sb, " %s / %s → **%s** |", res.Expected, res.Observed, res.Verdict)
 			}
 		}
 		sb.WriteString("\n")
 	}
-	sb.WriteString("\n## Details\n\n")
+}
+
+// renderDetails renders runs/details.md from the run files: per backend,
+// each scenario's verdict, time of the run, duration, detail and metrics.
+func renderDetails(reps []Report) []byte {
+	var sb strings.Builder
+	sb.WriteString("# Conformance run details\n\nGenerated by the conformance suite from report/runs/*.json; not tracked.\n\n")
 	for _, r := range reps {
-		fmt.Fprintf(&sb, "### %s\n\n", r.Backend)
+		fmt.Fprintf(&sb, "## %s (run %s)\n\n", r.Backend, r.Written.Format(time.RFC3339))
 		for _, res := range r.Results {
-			if res.Verdict == NotApplicable || res.Verdict == NotRun {
-				fmt.Fprintf(&sb, "- %s %s: %s", res.Scenario, res.Verdict, res.Detail)
-				if res.Spec != "" {
-					fmt.Fprintf(&sb, " [%s]", res.Spec)
-				}
-				sb.WriteString("\n")
-				continue
-			}
 			fmt.Fprintf(&sb, "- %s %s (%.1fs): %s", res.Scenario, res.Verdict, res.Seconds, oneLine(res.Detail))
-			if res.Spec != "" {
-				fmt.Fprintf(&sb, " [%s]", res.Spec)
+			keys := make([]string, 0, len(res.Metrics))
+			for k := range res.Metrics {
+				keys = append(keys, k)
 			}
-			if len(res.Metrics) > 0 {
-				keys := make([]string, 0, len(res.Metrics))
-				for k := range res.Metrics {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				for _, k := range keys {
-					fmt.Fprintf(&sb, " %s=%.3g", k, res.Metrics[k])
-				}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(&sb, " %s=%.3g", k, res.Metrics[k])
 			}
 			sb.WriteString("\n")
 		}
 		sb.WriteString("\n")
 	}
-	return os.WriteFile(filepath.Join(dir, "matrix.md"), []byte(sb.String()), 0o644)
+	return []byte(sb.String())
 }
 
 // mergeReport adds r to reps, into the report of the same backend if there
@@ -227,9 +310,7 @@ func mergeReport(reps []Report, r Report) []Report {
 	for i := range reps {
 		if reps[i].Backend == r.Backend {
 			reps[i].Results = append(reps[i].Results, r.Results...)
-			sort.SliceStable(reps[i].Results, func(a, b int) bool {
-				return scenarioLess(reps[i].Results[a].Scenario, reps[i].Results[b].Scenario)
-			})
+			sortResults(reps[i].Results)
 			if r.Written.After(reps[i].Written) {
 				reps[i].Written = r.Written
 			}

@@ -82,8 +82,8 @@ func TestUnrelatedFailureIsABugDespiteDocumentedLimitation(t *testing.T) {
 	}
 }
 
-// TestExpectationWeakerThanSpecIsABug: where CONFORMANCE.md says OK for
-// the harness's column, a backend whose Guarantees make the suite expect
+// TestExpectationWeakerThanSpecIsABug: where the specification table says
+// OK for the harness's topology, a backend whose Guarantees make the suite expect
 // a break fails the run unless the deviation is documented; a coverage
 // gap or a documented deviation is noted in the report instead.
 func TestExpectationWeakerThanSpecIsABug(t *testing.T) {
@@ -92,7 +92,7 @@ func TestExpectationWeakerThanSpecIsABug(t *testing.T) {
 	sc := scenario{id: "S16", title: "restart", property: "ME",
 		expect: func(distlock.Guarantees, *Harness) expectation { return breaks("lock state is not durable") },
 		run:    func(*env) observation { return brokeObs("overlap after the restart") }}
-	if res := runScenario(t, &h, space.Guarantees(), sc); res.Verdict != Bug || !strings.Contains(res.Detail, "CONFORMANCE.md") {
+	if res := runScenario(t, &h, space.Guarantees(), sc); res.Verdict != Bug || !strings.Contains(res.Reason, "specification table") {
 		t.Fatalf("E3 expected to break S16: verdict %q (%s), want BUG", res.Verdict, res.Detail)
 	}
 	h.Spec = "R1" // the spec says BREAKS there: a documented limitation

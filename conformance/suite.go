@@ -49,7 +49,7 @@ func brokeObs(detail string, args ...any) observation {
 	return observation{detail: fmt.Sprintf(detail, args...)}
 }
 
-// scenario is one entry of the catalogue in CONFORMANCE.md.
+// scenario is one entry of the catalogue (docs/conformance.md).
 type scenario struct {
 	id, title, property string
 	expect              func(g distlock.Guarantees, h *Harness) expectation
@@ -98,9 +98,9 @@ var keySeq atomic.Int64
 func runScenario(t *testing.T, h *Harness, g distlock.Guarantees, sc scenario) Result {
 	res := Result{Backend: h.Name, Scenario: sc.id, Title: sc.title, Property: sc.property}
 	exp := sc.expect(g, h)
-	res.Expected = exp.kind
+	res.Expected, res.Reason = exp.kind, exp.reason
 	if note, problem := checkSpec(h, sc.id, exp.kind); problem != "" {
-		res.Verdict, res.Observed, res.Detail = Bug, "-", problem
+		res.Verdict, res.Observed, res.Reason, res.Detail = Bug, "-", problem, problem
 		return res
 	} else if note != "" {
 		res.Spec = note

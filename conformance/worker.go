@@ -18,7 +18,7 @@ import (
 )
 
 // workerEnv carries the backend URL to a re-executed test binary.
-const workerEnv = "DISTLOCK_CONFORMANCE_WORKER_URL"
+const workerEnv = "DISTLOCK_SUITE_WORKER_URL"
 
 // Main must be called from the TestMain of a test binary that runs the
 // suite: in a worker process it serves the parent over stdin/stdout and
