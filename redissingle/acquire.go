@@ -4,142 +4,97 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
 	"github.com/distlock/distlock/internal/retry"
 )
 
-// cleanupTimeout is the deadline of each clean-up request.
-const cleanupTimeout = time.Second
+// errQueued is the attempt error of a waiter that is queued on the server
+// and has had no wake-up: it is answered locally, without a request.
+var errQueued = fmt.Errorf("%w: queued, waiting for the release to hand the key over", distlock.ErrNotAcquired)
 
-// acquisition is the outcome of one request that may take a key.
-type acquisition struct {
-	held  bool   // the key is ours
-	fence uint64 // if held
-	pttl  int64  // if not held: the holder's remaining TTL in ms (-1: none; <= 0: ask again soon)
+// resolve checks key (distlock.CheckKey, checkKey) and resolves opts over
+// the Locker's defaults.
+func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err != nil {
+		return distlock.Options{}, err
+	}
+	if err := checkKey(l.opts.Prefix, key); err != nil {
+		return distlock.Options{}, err
+	}
+	return o, nil
 }
 
-// take runs s (tryScript, or with an entry acquireLua or pollLua) for
-// token, then WAIT if Options.WaitReplicas is set. If ctx ends first, the
-// request goes on and is cleaned up when it returns.
-func (l *Locker) take(ctx context.Context, k keySet, s *redis.Script, token, entry string, ttl time.Duration) (acquisition, error) {
-	keys, args := k.all(), []any{token, ms(ttl)}
-	if entry != "" {
-		args = append(args, entry, l.qttl)
+// TryAcquire implements distlock.Locker: one attempt, one round trip
+// (SET NX PX and the fence, in one script). It does not wait behind the
+// wait queue: in the moment between a holder's expiry (not a release, which
+// hands the key over directly) and the first queued waiter noticing it, a
+// TryAcquire can take the key ahead of them; its release then hands the
+// key to the first waiter, as any release does. If the reply is lost, the
+// error matches distlock.ErrUnavailable and a background clean-up releases
+// the key in case the attempt took it.
+// Keys are checked as Acquire says.
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.resolve(key, opts)
+	if err != nil {
+		return nil, err
 	}
-	run := func(ctx context.Context, c scripter) (acquisition, error) {
-		r, err := s.Run(ctx, c, keys, args...).Int64()
-		switch {
-		case err != nil:
-			return acquisition{}, err
-		case r > 0:
-			return acquisition{held: true, fence: uint64(r)}, nil
-		}
-		return acquisition{pttl: -r - 3}, nil
+	if !l.lc.Enter() {
+		return nil, distlock.ErrClosed
 	}
-	if ctx.Done() == nil && l.opts.WaitReplicas == 0 { // the common path, without closures
-		a, err := run(ctx, l.client)
-		return a, l.wrapTake(err)
+	defer l.lc.Leave()
+	if err := retry.Ended(ctx, nil); err != nil {
+		return nil, err
 	}
-	a, err := exec(l, ctx, func(ctx context.Context) (acquisition, error) {
-		return l.replicated(ctx, k, token, ttl, func(c scripter) (acquisition, error) { return run(ctx, c) })
-	}, func(acquisition, error) { l.cleanup(k, token, entry, ttl) })
-	return a, l.wrapTake(err)
+	if err := l.checkServer(ctx); err != nil {
+		return nil, err
+	}
+	return l.tryOnce(ctx, l.keysFor(key), key, o)
 }
 
-// confirm re-arms a key handed to token with fence (compare-and-PEXPIRE
-// on the whole value "token:fence"), then WAITs if Options.WaitReplicas is
-// set. It returns held false if the key no longer carries that value:
-// gone, someone else's, or handed to token again since, with a newer
-// fence (a stale notification must not grant the older fence).
-func (l *Locker) confirm(ctx context.Context, k keySet, token string, fence uint64, ttl time.Duration) (bool, error) {
-	value := token + ":" + strconv.FormatUint(fence, 10)
-	a, err := exec(l, ctx, func(ctx context.Context) (acquisition, error) {
-		return l.replicated(ctx, k, token, ttl, func(c scripter) (acquisition, error) {
-			n, err := extendScript.Run(ctx, c, []string{k.lock}, value, ms(ttl)).Int64()
-			return acquisition{held: n == 1}, err
+// Acquire implements distlock.Locker. The first attempt queues the caller
+// on the server if the key is held; the release hands the key over and
+// wakes this call through the Locker's pub/sub connection (opened on the
+// first Acquire), so a queued call makes no request until then. It asks
+// the server again when the holder's TTL runs out (an expired holder sends
+// no notification), at least every Options.PollInterval, and every retry
+// delay (WithRetryDelay) while the pub/sub connection is down or the
+// server unreachable. When ctx ends, the error matches
+// distlock.ErrNotAcquired and ctx.Err(), and a background clean-up leaves
+// the queue (and passes the key on if it was handed over meanwhile).
+//
+// A key is any non-empty byte string of at most MaxKeyLen bytes whose lock
+// key (Options.Prefix + key) does not contain "distlock:", the part of
+// every name the Lockers use for themselves (fence counters, wait queues,
+// channels); other keys are refused, by TryAcquire too, with an error
+// matching distlock.ErrInvalidArgument.
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.resolve(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !l.lc.Enter() {
+		return nil, distlock.ErrClosed
+	}
+	defer l.lc.Leave()
+	w := l.newWaiter(o)
+	if w == nil {
+		return nil, distlock.ErrClosed
+	}
+	k := l.keysFor(key)
+	// attempt arms the waiter's own timer (expiry, poll interval, retry
+	// delay while disconnected) for every next turn, so no extra polling.
+	ls, err := retry.AcquirePushOnly(ctx,
+		func(ctx context.Context) (distlock.Lease, error) { return l.attempt(ctx, k, key, w, o) },
+		func(ctx context.Context) (<-chan struct{}, func()) {
+			l.subscribe(ctx)
+			return w.ch, func() {} // the waiter lives until Acquire returns
 		})
-	}, func(acquisition, error) { l.cleanup(k, token, "", ttl) })
-	return a.held, l.wrapTake(err)
-}
-
-func (l *Locker) wrapTake(err error) error {
-	var re *ReplicationError
-	if err == nil || errors.As(err, &re) {
-		return err
-	}
-	return wrap("acquire", err)
-}
-
-// replicated runs f on the connection WAIT must use (see pin) and, if f
-// took the key and Options.WaitReplicas is set, waits for the replicas. If
-// too few acknowledge, it releases the key and returns a
-// *ReplicationError.
-func (l *Locker) replicated(ctx context.Context, k keySet, token string, ttl time.Duration, f func(scripter) (acquisition, error)) (acquisition, error) {
-	c, done, err := l.pin(ctx, k.lock)
-	if err != nil {
-		return acquisition{}, err
-	}
-	defer done()
-	a, err := f(c)
-	if err != nil || !a.held || l.opts.WaitReplicas == 0 {
-		return a, err
-	}
-	acked, err := c.Do(ctx, "WAIT", l.opts.WaitReplicas, l.opts.WaitTimeout.Milliseconds()).Int64()
-	if err == nil && acked >= int64(l.opts.WaitReplicas) {
-		return a, nil
-	}
-	if rerr := l.scripts.release.Run(ctx, c, k.all(), token).Err(); rerr != nil {
-		l.cleanup(k, token, "", ttl)
-	}
-	if err != nil {
-		return acquisition{}, err
-	}
-	return acquisition{}, &ReplicationError{Acked: int(acked), Want: l.opts.WaitReplicas}
-}
-
-// cleanup removes entry from k's queue and releases k if token holds it
-// (cancelLua), on a goroutine of l's lifecycle: at once, then with backoff
-// while the server is unavailable, until it succeeds, the Locker closes,
-// or ttl has passed (a key we might hold has expired by then). Each try is
-// bounded by cleanupTimeout if the client honours context deadlines
-// (ContextTimeoutEnabled), else by its read timeout. Once Close has begun,
-// it makes its one try on the caller's goroutine, which Close waits for
-// (every caller is a call or goroutine of the lifecycle), so that Close
-// returns after the clean-up of every waiter it woke.
-func (l *Locker) cleanup(k keySet, token, entry string, ttl time.Duration) {
-	l.cleanupThen(k, token, entry, ttl, nil)
-}
-
-// cleanupThen is cleanup, calling done (if not nil) once the script has
-// run.
-func (l *Locker) cleanupThen(k keySet, token, entry string, ttl time.Duration, done func()) {
-	run := func() {
-		until := time.Now().Add(ttl)
-		b := retry.Backoff{Min: 20 * time.Millisecond, Max: time.Second}
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			err := l.scripts.cancel.Run(ctx, l.client, k.all(), token, entry).Err()
-			cancel()
-			if err == nil && done != nil {
-				done()
-			}
-			if err == nil || !errors.Is(wrap("clean-up", err), distlock.ErrUnavailable) || time.Now().Add(b.Next()).After(until) {
-				return
-			}
-			if !b.Wait(l.lc.Closing().Done()) {
-				return
-			}
-		}
-	}
-	if !l.lc.Go(run) {
-		run()
-	}
+	l.finish(k, w, err != nil, o.TTL)
+	return ls, err
 }
 
 // tryOnce is TryAcquire's attempt: the key if it is free.
@@ -157,4 +112,116 @@ func (l *Locker) tryOnce(ctx context.Context, k keySet, key string, o distlock.O
 		return nil, fmt.Errorf("%w: key %q is held", distlock.ErrNotAcquired, key)
 	}
 	return l.grant(ctx, k, key, token, a.fence, start, o)
+}
+
+// attempt is one turn of Acquire's loop, which never sleeps on its own
+// (Acquire runs it through retry.AcquirePushOnly): every turn that
+// does not return a lease arms w's timer for the next turn. A queued
+// waiter whose subscription has stayed up since its last request answers
+// locally until a hand-off arrives or pollAt passes (the holder's TTL, at
+// most PollInterval); otherwise it asks the server, every retry delay
+// while push is not available.
+func (l *Locker) attempt(ctx context.Context, k keySet, key string, w *waiter, o distlock.Options) (distlock.Lease, error) {
+	l.lc.Lock()
+	if l.lc.ClosedLocked() {
+		l.lc.Unlock()
+		return nil, distlock.ErrClosed
+	}
+	fence := w.handoff
+	w.handoff = 0
+	var gen uint64
+	if l.subUp {
+		gen = l.subGen
+	}
+	l.lc.Unlock()
+	retryDelay := retry.Delay(o.RetryMin, o.RetryMax)
+	if fence != 0 {
+		ls, err := l.takeHandoff(ctx, k, key, w, fence, o)
+		if err != nil {
+			w.arm(retryDelay)
+		}
+		return ls, err
+	}
+	if w.queued && gen != 0 && w.gen == gen {
+		if left := time.Until(w.pollAt); left > 0 {
+			w.arm(left)
+			return nil, errQueued
+		}
+	}
+	if err := l.checkServer(ctx); err != nil {
+		w.arm(retryDelay)
+		return nil, err
+	}
+	s := l.scripts.acquire
+	if w.queued {
+		s = l.scripts.poll
+	}
+	start := time.Now()
+	a, err := l.take(ctx, k, s, w.token, w.entry, o.TTL)
+	switch {
+	case err != nil:
+		if errors.Is(err, errUnknown) {
+			w.queued = true
+		}
+		w.gen = 0
+		w.arm(retryDelay)
+		return nil, err
+	case a.held:
+		ls, err := l.grant(ctx, k, key, w.token, a.fence, start, o)
+		if err != nil { // expired in flight, and released: queue again
+			w.queued, w.gen = false, 0
+			w.arm(retryDelay)
+		}
+		return ls, err
+	}
+	w.queued, w.gen = true, gen
+	if gen != 0 {
+		w.pollAt = start.Add(pollWait(a.pttl, l.opts.PollInterval))
+		w.arm(time.Until(w.pollAt))
+	} else {
+		w.arm(retryDelay)
+	}
+	return nil, fmt.Errorf("%w: key %q is held", distlock.ErrNotAcquired, key)
+}
+
+// pollWait is how long a queued waiter may rely on push alone, given the
+// holder's remaining TTL in ms: until the holder expires, at most limit.
+func pollWait(pttl int64, limit time.Duration) time.Duration {
+	switch {
+	case pttl == -1: // no TTL: only a release (or an operator) frees it
+		return limit
+	case pttl <= 0:
+		return 0
+	}
+	return min(time.Duration(pttl+1)*time.Millisecond, limit)
+}
+
+// takeHandoff turns a hand-off notification into a lease. The key is
+// first re-armed from now with a compare-and-PEXPIRE on the value the
+// hand-off wrote (our token and the notified fence), and validity counts
+// from that request: a notification can be stale (read after a process
+// pause, when the key handed to us has expired and another client holds
+// it, or has been handed to us again with a newer fence), so no validity
+// may be inferred from when the notification or an earlier "held" reply
+// arrived, and no fence from an old notification.
+func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waiter, fence uint64, o distlock.Options) (distlock.Lease, error) {
+	start := time.Now()
+	held, err := l.confirm(ctx, k, w.token, fence, o.TTL)
+	if err != nil {
+		var re *ReplicationError
+		w.queued, w.gen = !errors.As(err, &re), 0
+		return nil, err
+	}
+	if !held {
+		// Popped by the hand-off, but a poll may have put the entry back:
+		// stay "queued" so the next turn polls, which re-adds the entry
+		// only if it is missing (acquireLua's RPUSHX would add a second).
+		w.queued, w.gen = true, 0 // gen 0: the next turn polls (after the retry delay), not waiting for a push
+		return nil, fmt.Errorf("%w: key %q: the hand-off expired or was superseded before it was taken", distlock.ErrNotAcquired, key)
+	}
+	ls, err := l.grant(ctx, k, key, w.token, fence, start, o)
+	if err != nil {
+		w.queued, w.gen = true, 0 // as above: the next turn polls
+	}
+	return ls, err
 }

@@ -1,7 +1,6 @@
 package redissingle
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
 	"github.com/distlock/distlock/internal/lifecycle"
-	"github.com/distlock/distlock/internal/retry"
 )
 
 // Locker hands out leases on one Redis deployment. It is safe for
@@ -139,86 +137,4 @@ func (l *Locker) Close() error {
 		},
 	})
 	return nil
-}
-
-// resolve checks key (distlock.CheckKey, checkKey) and resolves opts over
-// the Locker's defaults.
-func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
-	o, err := l.opts.Lock.ResolveFor(key, opts...)
-	if err != nil {
-		return distlock.Options{}, err
-	}
-	if err := checkKey(l.opts.Prefix, key); err != nil {
-		return distlock.Options{}, err
-	}
-	return o, nil
-}
-
-// TryAcquire implements distlock.Locker: one attempt, one round trip
-// (SET NX PX and the fence, in one script). It does not wait behind the
-// wait queue: in the moment between a holder's expiry (not a release, which
-// hands the key over directly) and the first queued waiter noticing it, a
-// TryAcquire can take the key ahead of them; its release then hands the
-// key to the first waiter, as any release does. If the reply is lost, the
-// error matches distlock.ErrUnavailable and a background clean-up releases
-// the key in case the attempt took it.
-// Keys are checked as Acquire says.
-func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.resolve(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
-	}
-	defer l.lc.Leave()
-	if err := retry.Ended(ctx, nil); err != nil {
-		return nil, err
-	}
-	if err := l.checkServer(ctx); err != nil {
-		return nil, err
-	}
-	return l.tryOnce(ctx, l.keysFor(key), key, o)
-}
-
-// Acquire implements distlock.Locker. The first attempt queues the caller
-// on the server if the key is held; the release hands the key over and
-// wakes this call through the Locker's pub/sub connection (opened on the
-// first Acquire), so a queued call makes no request until then. It asks
-// the server again when the holder's TTL runs out (an expired holder sends
-// no notification), at least every Options.PollInterval, and every retry
-// delay (WithRetryDelay) while the pub/sub connection is down or the
-// server unreachable. When ctx ends, the error matches
-// distlock.ErrNotAcquired and ctx.Err(), and a background clean-up leaves
-// the queue (and passes the key on if it was handed over meanwhile).
-//
-// A key is any non-empty byte string of at most MaxKeyLen bytes whose lock
-// key (Options.Prefix + key) does not contain "distlock:", the part of
-// every name the Lockers use for themselves (fence counters, wait queues,
-// channels); other keys are refused, by TryAcquire too, with an error
-// matching distlock.ErrInvalidArgument.
-func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.resolve(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
-	}
-	defer l.lc.Leave()
-	w := l.newWaiter(o)
-	if w == nil {
-		return nil, distlock.ErrClosed
-	}
-	k := l.keysFor(key)
-	// attempt arms the waiter's own timer (expiry, poll interval, retry
-	// delay while disconnected) for every next turn, so no extra polling.
-	ls, err := retry.AcquirePushOnly(ctx,
-		func(ctx context.Context) (distlock.Lease, error) { return l.attempt(ctx, k, key, w, o) },
-		func(ctx context.Context) (<-chan struct{}, func()) {
-			l.subscribe(ctx)
-			return w.ch, func() {} // the waiter lives until Acquire returns
-		})
-	l.finish(k, w, err != nil, o.TTL)
-	return ls, err
 }
