@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
-	"github.com/distlock/distlock/internal/stop"
+	"github.com/distlock/distlock/internal/lifecycle"
 	"github.com/distlock/distlock/internal/validity"
 )
 
@@ -24,18 +23,16 @@ type Locker struct {
 	channel  string // this Locker's pub/sub channel
 	fenceKey string
 
-	closing *stop.Signal // fired by Close; background work derives its contexts from it
+	// lc is the closed flag, the calls and goroutines in flight
+	// (subscribers, clean-ups), the closing signal and the watchdogs. Its
+	// mutex also guards the fields below up to subUp.
+	lc lifecycle.Lifecycle
 
-	mu         sync.Mutex
-	closed     bool
 	waiters    map[string]*waiter         // blocked Acquire calls, by ID
 	slots      map[string][]chan struct{} // see slot.go
 	nextID     uint64
 	subStarted bool
 	subUp      []atomic.Bool // node i's subscription is confirmed and unbroken
-
-	wg        sync.WaitGroup // calls in flight, clean-ups, subscribers
-	watchdogs lease.Group    // of the leases handed out; stopped by Close
 }
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -65,11 +62,11 @@ func New(addrs []string, opts *Options) (*Locker, error) {
 		opts:     o,
 		channel:  o.Prefix + reserved + "w:" + lease.NewToken(),
 		fenceKey: o.Prefix + reserved + "fence",
-		closing:  stop.New(),
 		waiters:  map[string]*waiter{},
 		slots:    map[string][]chan struct{}{},
 		subUp:    make([]atomic.Bool, len(addrs)),
 	}
+	l.lc.Init()
 	for _, a := range addrs {
 		l.nodes = append(l.nodes, &node{addr: a, l: l, conns: map[*conn]struct{}{}})
 	}
@@ -108,41 +105,19 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 // their Release and Extend fail with distlock.ErrUnavailable. Later calls
 // return ErrClosed. Close is idempotent and returns nil.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	for _, w := range l.waiters {
-		w.wake()
-	}
-	l.mu.Unlock()
-	l.watchdogs.Close()
-	l.closing.Fire()
-	for _, n := range l.nodes {
-		n.close()
-	}
-	l.wg.Wait()
+	l.lc.Close(lifecycle.Hooks{
+		WakeLocked: func() {
+			for _, w := range l.waiters {
+				w.wake()
+			}
+		},
+		Shut: func() {
+			for _, n := range l.nodes {
+				n.close()
+			}
+		},
+	})
 	return nil
-}
-
-// enter registers a call or goroutine; it reports false if the Locker is
-// closed. Every true return must be matched by l.wg.Done.
-func (l *Locker) enter() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Add(1)
-	return true
-}
-
-func (l *Locker) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
 }
 
 // resolve checks key (distlock.CheckKey, then checkKey) and resolves
@@ -173,10 +148,10 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	if err != nil {
 		return nil, err
 	}
-	if !l.enter() {
+	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(distlock.ErrNotAcquired, err)
 	}
@@ -282,7 +257,7 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 				Options:    o,
 				Driver:     newDriver(l, k, key, token, fence, below, o.TTL),
 				OnEnd:      func() { l.freeSlot(key) },
-				Group:      &l.watchdogs,
+				Group:      l.lc.Watchdogs(),
 				Drift:      l.opts.drift,
 			})
 			if err != nil {

@@ -368,14 +368,9 @@ func (l *Locker) startLate(i int, r *result, late func(int, *conn)) {
 		return
 	}
 	r.lateConn = nil
-	if !l.enter() { // closed: its connections are closed too
+	if !l.lc.Go(func() { late(i, c) }) { // closed: its connections are closed too
 		l.nodes[i].discard(c)
-		return
 	}
-	go func() {
-		defer l.wg.Done()
-		late(i, c)
-	}()
 }
 
 // done hands the connections of a fan-out back to their pools.

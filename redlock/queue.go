@@ -43,24 +43,20 @@ func (l *Locker) passOn(i int, lock, id string) {
 // node only (-1: every node), on a goroutine owned by the Locker, after
 // hook if not nil.
 func (l *Locker) runLeave(key, id string, ttl time.Duration, node int, hook *func()) {
-	if !l.enter() {
-		return
-	}
 	k := l.keysFor(key)
 	cmd := [][]string{{"EVALSHA", leaveScript.sha, "3", k.lock, k.fence, k.queue, l.channel + "|" + id}}
-	go func() {
-		defer l.wg.Done()
+	l.lc.Go(func() {
 		if hook != nil {
 			(*hook)()
 		}
-		_, conns := l.fanout(l.closing.Context(), time.Now().Add(l.opts.nodeTimeout(ttl)), func(i int) [][]string {
+		_, conns := l.fanout(l.lc.Closing().Context(), time.Now().Add(l.opts.nodeTimeout(ttl)), func(i int) [][]string {
 			if node >= 0 && i != node {
 				return nil
 			}
 			return cmd
 		}, nil)
 		l.done(conns)
-	}()
+	})
 }
 
 // testHookBeforeLeave runs in leave's goroutine before its requests (nil

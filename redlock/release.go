@@ -115,15 +115,11 @@ func (l *Locker) retryRelease(idx []int, cmd []string, until time.Time) {
 // retryOn starts node i's retrier goroutine; false if the Locker is
 // closed.
 func (l *Locker) retryOn(i int) bool {
-	if !l.enter() {
-		return false
-	}
-	go func() {
-		defer l.wg.Done()
+	return l.lc.Go(func() {
 		r := &l.nodes[i].releases
 		b := retry.Backoff{Min: releaseRetryMin, Max: releaseRetryMax}
 		for {
-			stopped := !b.Wait(l.closing.Done())
+			stopped := !b.Wait(l.lc.Closing().Done())
 			r.mu.Lock()
 			now := time.Now()
 			r.pending = slices.DeleteFunc(r.pending, func(p *pendingRelease) bool { return !now.Before(p.until) })
@@ -138,7 +134,7 @@ func (l *Locker) retryOn(i int) bool {
 			for k, p := range batch {
 				cmds[k] = p.cmd
 			}
-			res, conns := l.fanout(l.closing.Context(), time.Now().Add(l.opts.DialTimeout), func(j int) [][]string {
+			res, conns := l.fanout(l.lc.Closing().Context(), time.Now().Add(l.opts.DialTimeout), func(j int) [][]string {
 				if j == i {
 					return cmds
 				}
@@ -153,6 +149,5 @@ func (l *Locker) retryOn(i int) bool {
 			r.mu.Unlock()
 			b.Reset()
 		}
-	}()
-	return true
+	})
 }

@@ -18,7 +18,7 @@ import (
 // process's own callers are served first-come first-served.
 //
 // slots maps key -> the local callers waiting for the slot (nil or empty:
-// the slot is taken, nobody waits). Guarded by Locker.mu.
+// the slot is taken, nobody waits). Guarded by the Locker's lifecycle mutex (Locker.lc.Lock).
 
 // errLocallyHeld is TryAcquire's answer when another call of this Locker
 // holds or is acquiring the key.
@@ -26,16 +26,16 @@ var errLocallyHeld = errors.New("held or being acquired by another call of this 
 
 // takeSlot waits for key's slot until ctx ends or the Locker closes.
 func (l *Locker) takeSlot(ctx context.Context, key string) error {
-	l.mu.Lock()
+	l.lc.Lock()
 	q, taken := l.slots[key]
 	if !taken {
 		l.slots[key] = nil
-		l.mu.Unlock()
+		l.lc.Unlock()
 		return nil
 	}
 	ch := make(chan struct{})
 	l.slots[key] = append(q, ch)
-	l.mu.Unlock()
+	l.lc.Unlock()
 	var err error
 	select {
 	case <-ch:
@@ -43,13 +43,13 @@ func (l *Locker) takeSlot(ctx context.Context, key string) error {
 	case <-ctx.Done():
 		err = errors.Join(distlock.ErrNotAcquired, ctx.Err(),
 			fmt.Errorf("redlock: %q: waiting behind another call of this Locker", key))
-	case <-l.closing.Done():
+	case <-l.lc.Closing().Done():
 		err = distlock.ErrClosed
 	}
-	l.mu.Lock()
+	l.lc.Lock()
 	select {
 	case <-ch: // handed to us as we gave up: pass it on
-		l.mu.Unlock()
+		l.lc.Unlock()
 		l.freeSlot(key)
 		return err
 	default:
@@ -61,14 +61,14 @@ func (l *Locker) takeSlot(ctx context.Context, key string) error {
 			break
 		}
 	}
-	l.mu.Unlock()
+	l.lc.Unlock()
 	return err
 }
 
 // tryTakeSlot takes key's slot if it is free.
 func (l *Locker) tryTakeSlot(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
 	if _, taken := l.slots[key]; taken {
 		return false
 	}
@@ -78,8 +78,8 @@ func (l *Locker) tryTakeSlot(key string) bool {
 
 // freeSlot hands key's slot to the first local waiter, or frees it.
 func (l *Locker) freeSlot(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
 	q := l.slots[key]
 	if len(q) == 0 {
 		delete(l.slots, key)

@@ -103,10 +103,10 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	if err != nil {
 		return nil, err
 	}
-	if !l.enter() {
+	if !l.lc.Enter() {
 		return nil, distlock.ErrClosed
 	}
-	defer l.wg.Done()
+	defer l.lc.Leave()
 	if err := l.checkServers(ctx, o.TTL); err != nil {
 		return nil, err
 	}
@@ -115,6 +115,10 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	}
 	l.startSubscribers()
 	w := l.newWaiter()
+	if w == nil {
+		l.freeSlot(key)
+		return nil, distlock.ErrClosed
+	}
 	defer l.removeWaiter(w)
 	// The waiter's own timer, armed after each attempt, paces the attempts.
 	// The first attempt, and the first after a push wake-up, is
@@ -125,7 +129,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	lostWakes := 0 // consecutive push wake-ups that lost the race
 	ls, err := retry.AcquirePushOnly(ctx,
 		func(ctx context.Context) (distlock.Lease, error) {
-			if l.isClosed() {
+			if l.lc.Closed() {
 				return nil, distlock.ErrClosed
 			}
 			w.mu.Lock()
@@ -195,9 +199,14 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	return ls, err
 }
 
+// newWaiter registers a waiter, or returns nil once Close has begun (Close
+// wakes only the waiters registered before it).
 func (l *Locker) newWaiter() *waiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
+	if l.lc.ClosedLocked() {
+		return nil
+	}
 	l.nextID++
 	w := &waiter{
 		id:    strconv.FormatUint(l.nextID, 16),
@@ -210,8 +219,8 @@ func (l *Locker) newWaiter() *waiter {
 }
 
 func (l *Locker) removeWaiter(w *waiter) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lc.Lock()
+	defer l.lc.Unlock()
 	delete(l.waiters, w.id)
 }
 
@@ -232,26 +241,25 @@ func (l *Locker) pushUp() bool {
 
 // startSubscribers starts one subscriber goroutine per node, once.
 func (l *Locker) startSubscribers() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.subStarted || l.closed {
+	l.lc.Lock()
+	start := !l.subStarted && !l.lc.ClosedLocked()
+	l.subStarted = true
+	l.lc.Unlock()
+	if !start {
 		return
 	}
-	l.subStarted = true
 	for i := range l.nodes {
-		l.wg.Add(1)
-		go l.subscribe(i)
+		l.lc.Go(func() { l.subscribe(i) })
 	}
 }
 
 // subscribe keeps node i's subscription to the Locker's channel up until
 // Close, reconnecting with back-off.
 func (l *Locker) subscribe(i int) {
-	defer l.wg.Done()
 	nd := l.nodes[i]
 	b := retry.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Second}
-	for !l.closing.Fired() {
-		c, err := nd.dial(l.closing.Context(), time.Now().Add(l.opts.DialTimeout), true)
+	for !l.lc.Closing().Fired() {
+		c, err := nd.dial(l.lc.Closing().Context(), time.Now().Add(l.opts.DialTimeout), true)
 		if err == nil {
 			if l.listen(i, c) {
 				b.Reset()
@@ -259,7 +267,7 @@ func (l *Locker) subscribe(i int) {
 			l.subUp[i].Store(false)
 			nd.discard(c)
 		}
-		if !b.Wait(l.closing.Done()) {
+		if !b.Wait(l.lc.Closing().Done()) {
 			return
 		}
 	}
@@ -283,9 +291,9 @@ func (l *Locker) listen(i int, c *conn) bool {
 		if m, ok := v.([]any); ok && len(m) == 3 && m[0] == "message" {
 			payload, _ := m[2].(string)
 			id, lock, _ := strings.Cut(payload, "|") // see wakeLoop
-			l.mu.Lock()
+			l.lc.Lock()
 			w := l.waiters[id]
-			l.mu.Unlock()
+			l.lc.Unlock()
 			if h := testHookMessage.Load(); h != nil {
 				(*h)(l, w != nil)
 			}
