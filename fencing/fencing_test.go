@@ -9,6 +9,9 @@ import (
 	"github.com/distlock/distlock/fencing"
 )
 
+// TestRegisterRejectsLowerFence checks that a Register accepts the same
+// fence again and higher ones, and refuses a lower fence's Write and Update
+// with a *StaleFenceError, leaving the value unchanged.
 func TestRegisterRejectsLowerFence(t *testing.T) {
 	var r fencing.Register[string]
 	if err := r.Write(5, "a"); err != nil {
@@ -36,6 +39,9 @@ func TestRegisterRejectsLowerFence(t *testing.T) {
 	}
 }
 
+// TestGuardPerKeyConcurrent checks that under concurrent Admit calls on
+// three keys each key's Highest is the highest fence admitted for it, and
+// that a lower fence is refused afterwards.
 func TestGuardPerKeyConcurrent(t *testing.T) {
 	var g fencing.Guard
 	var wg sync.WaitGroup
@@ -58,15 +64,14 @@ func TestGuardPerKeyConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	for key, fs := range accepted {
-		// Admit is atomic, so the accepted sequence recorded under the same
-		// lock order is non-decreasing only if recorded atomically; check
-		// the invariant instead: the final highest is the max accepted.
-		var max uint64
+		// The order of the recorded fences is not Admit's order (they are
+		// recorded after Admit returns), so only the final highest is checked.
+		var highest uint64
 		for _, f := range fs {
-			max = maxU(max, f)
+			highest = max(highest, f)
 		}
-		if g.Highest(key) != max {
-			t.Fatalf("key %s highest %d, max accepted %d", key, g.Highest(key), max)
+		if g.Highest(key) != highest {
+			t.Fatalf("key %s highest %d, max accepted %d", key, g.Highest(key), highest)
 		}
 	}
 	if err := g.Admit("k0", 1); !errors.Is(err, fencing.ErrStaleFence) {
@@ -74,16 +79,9 @@ func TestGuardPerKeyConcurrent(t *testing.T) {
 	}
 }
 
-func maxU(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-// TestFenceZeroIsAlwaysRejected: no Lease issues fence 0; it is what an
-// unset fence reads as, so a register or guard that has accepted nothing
-// yet still refuses it.
+// TestFenceZeroIsAlwaysRejected checks that a Register or Guard that has
+// accepted nothing yet still refuses fence 0: no Lease issues it, and it
+// is what an unset fence reads as.
 func TestFenceZeroIsAlwaysRejected(t *testing.T) {
 	var r fencing.Register[int]
 	if err := r.Write(0, 1); !errors.Is(err, fencing.ErrStaleFence) {

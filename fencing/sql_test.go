@@ -53,6 +53,10 @@ func (p *perCall) QueryRow(ctx context.Context, q string, args []any, dest ...an
 	return found, err
 }
 
+// TestSQLGuard checks on Postgres that Write inserts a row and then accepts
+// only equal or higher fences, that Update is refused for a lower fence,
+// that a refusal reports the stored fence, and that a missing row gives
+// ErrNoRow to Update and Read.
 func TestSQLGuard(t *testing.T) {
 	db := openPostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -102,8 +106,9 @@ func TestSQLGuard(t *testing.T) {
 	}
 }
 
-// TestSQLGuardConcurrent: many writers with different fences race on one
-// row; the row ends with the highest fence's value, whatever the order.
+// TestSQLGuardConcurrent checks that when writers with different fences
+// race on one row, the row ends with the highest fence's value whatever
+// the order.
 func TestSQLGuardConcurrent(t *testing.T) {
 	db := openPostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

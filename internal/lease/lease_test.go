@@ -13,6 +13,7 @@ import (
 	"github.com/distlock/distlock"
 )
 
+// TestMain fails the package if a test leaves a watchdog running.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // scripted is a lease.Driver whose answers the test sets; it checks the
@@ -64,6 +65,10 @@ func opts(ttl time.Duration, auto bool, maxHold time.Duration) distlock.Options 
 	return o
 }
 
+// TestTransientRenewalFailureReportedWhenValidityRunsOut checks that a
+// watchdog whose extensions keep failing with an error of unknown outcome
+// retries them, and that when the validity runs out Err joins
+// ErrLeaseLost, ErrExpired and the last failure.
 func TestTransientRenewalFailureReportedWhenValidityRunsOut(t *testing.T) {
 	transient := errors.New("connection refused")
 	d := &scripted{extendErr: transient}
@@ -82,6 +87,8 @@ func TestTransientRenewalFailureReportedWhenValidityRunsOut(t *testing.T) {
 	_ = l.Release(context.Background())
 }
 
+// TestDefiniteLossEndsAtOnce checks that an Extend answered with
+// ErrLeaseLost closes Done at once and that later Extends fail the same way.
 func TestDefiniteLossEndsAtOnce(t *testing.T) {
 	d := &scripted{extendErr: errors.Join(distlock.ErrLeaseLost, errors.New("token mismatch"))}
 	l := newLease(d, opts(time.Hour, false, time.Hour))
@@ -98,6 +105,9 @@ func TestDefiniteLossEndsAtOnce(t *testing.T) {
 	}
 }
 
+// TestReleaseWaitsForTheWatchdog checks that Release during an extension
+// waits for it, that no extension starts after Release, and that a second
+// Release returns the first one's result.
 func TestReleaseWaitsForTheWatchdog(t *testing.T) {
 	d := &scripted{delay: 30 * time.Millisecond}
 	l := newLease(d, opts(30*time.Millisecond, true, time.Hour))
@@ -119,6 +129,8 @@ func TestReleaseWaitsForTheWatchdog(t *testing.T) {
 	}
 }
 
+// TestMaxHoldCapsRenewal checks that the watchdog stops at the max hold and
+// the lease then ends with ErrMaxHold, near the cap.
 func TestMaxHoldCapsRenewal(t *testing.T) {
 	d := &scripted{}
 	start := time.Now()
@@ -134,6 +146,8 @@ func TestMaxHoldCapsRenewal(t *testing.T) {
 	_ = l.Release(context.Background())
 }
 
+// TestLeaseAlreadyExpiredAtCreation checks that a lease created past its
+// validity reports itself lost.
 func TestLeaseAlreadyExpiredAtCreation(t *testing.T) {
 	now := time.Now()
 	l := New(Config{Key: "k", Token: NewToken(), Fence: 1, Start: now.Add(-time.Second), ValidUntil: now.Add(-time.Millisecond),
@@ -145,6 +159,8 @@ func TestLeaseAlreadyExpiredAtCreation(t *testing.T) {
 	}
 }
 
+// TestTokensAreRandom128Bit checks that tokens are 32 hex digits (128 bits)
+// and do not repeat over a thousand draws.
 func TestTokensAreRandom128Bit(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {
@@ -156,6 +172,10 @@ func TestTokensAreRandom128Bit(t *testing.T) {
 	}
 }
 
+// TestGrantRefusesALeaseExpiredInFlight checks that Grant of a lease whose
+// validity passed during the acquisition returns an error matching
+// ErrUnavailable and ErrExpiredInFlight and releases the key, while a
+// valid one is granted.
 func TestGrantRefusesALeaseExpiredInFlight(t *testing.T) {
 	d := &scripted{}
 	now := time.Now()

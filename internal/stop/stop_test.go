@@ -10,8 +10,11 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain fails the package if a test leaves a goroutine running.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// TestFireCancelsDerivedContexts checks that Fire, idempotent, cancels the
+// contexts derived before it and those derived after.
 func TestFireCancelsDerivedContexts(t *testing.T) {
 	s := New()
 	ctx, cancel := context.WithTimeout(s.Context(), time.Hour)

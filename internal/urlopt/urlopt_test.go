@@ -19,6 +19,8 @@ func parse(t *testing.T, s string) *urlopt.Params {
 	return urlopt.New(u)
 }
 
+// TestLockOptionsAndUnknown checks that LockOptions and the getters read
+// their parameters and that Done names every parameter nobody read.
 func TestLockOptionsAndUnknown(t *testing.T) {
 	p := parse(t, "x://h?ttl=5s&autoextend=2m&retry_min=1ms&retry_max=9ms&n=3")
 	o := p.LockOptions()
@@ -39,6 +41,9 @@ func TestLockOptionsAndUnknown(t *testing.T) {
 	}
 }
 
+// TestBadValues checks that unparsable, out-of-range, repeated and
+// malformed parameters make Done fail with ErrInvalidArgument, and that
+// autoextend=true takes the default max hold.
 func TestBadValues(t *testing.T) {
 	for _, q := range []string{"ttl=abc", "ttl=0s", "autoextend=maybe", "ttl=1s&ttl=2s", "retry_min=5ms&retry_max=1ms",
 		"ttl=1s;x=1", "ttl=%zz"} { // malformed queries are refused, not dropped

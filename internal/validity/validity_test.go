@@ -6,6 +6,8 @@ import (
 	"time"
 )
 
+// TestDriftIsTheRedlockReference checks DefaultDrift's factors: TTL x 1%
+// + 2 ms.
 func TestDriftIsTheRedlockReference(t *testing.T) {
 	if d := DefaultDrift(10 * time.Second); d != 102*time.Millisecond {
 		t.Fatalf("drift for 10s = %v, want 100ms + 2ms", d)
@@ -15,6 +17,8 @@ func TestDriftIsTheRedlockReference(t *testing.T) {
 	}
 }
 
+// TestUntilCountsFromBeforeTheRequest checks that Until subtracts the time
+// elapsed since start and the drift, and keeps the monotonic reading.
 func TestUntilCountsFromBeforeTheRequest(t *testing.T) {
 	start := time.Now()
 	time.Sleep(20 * time.Millisecond) // the request in flight
