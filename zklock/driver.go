@@ -27,7 +27,7 @@ type driver struct {
 	sid     int64  // the server session that owns it
 	ended   <-chan struct{}
 	timeout time.Duration // sid's negotiated session timeout
-	version int32         // the node's data version, for the guard
+	version int32         // the node's data version, for MultiIfHeld
 
 	mu        sync.Mutex
 	ls        *lease.Lease

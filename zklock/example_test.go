@@ -66,7 +66,7 @@ func Example_open() {
 // A write inside ZooKeeper that applies only while the lease holds: the
 // transaction checks the lock node first, so a holder that was paused past
 // its session cannot overwrite its successor's value.
-func ExampleLocker_Multi() {
+func ExampleLocker_MultiIfHeld() {
 	locker, err := zklock.New([]string{"zk1:2181"}, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -78,7 +78,7 @@ func ExampleLocker_Multi() {
 		log.Fatal(err)
 	}
 	defer lease.Release(ctx)
-	_, err = locker.Multi(ctx, lease, &zk.SetDataRequest{Path: "/myapp/config", Data: []byte("v2"), Version: -1})
+	_, err = locker.MultiIfHeld(ctx, lease, &zk.SetDataRequest{Path: "/myapp/config", Data: []byte("v2"), Version: -1})
 	if errors.Is(err, distlock.ErrLeaseLost) {
 		log.Print("not the holder any more: ", err)
 	}

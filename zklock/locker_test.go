@@ -34,7 +34,7 @@ func TestLocker(t *testing.T) {
 		{"ExtendAfterLoss", testExtendAfterLoss},
 		{"ParentsDoNotAccumulate", testParents},
 		{"SessionPerTTL", testSessionPerTTL},
-		{"GuardedMulti", testMulti},
+		{"MultiIfHeld", testMultiIfHeld},
 		{"Close", testClose},
 		{"InvalidArguments", testInvalid},
 		{"HostileKeys", testHostileKeys},
@@ -325,29 +325,29 @@ func testSessionPerTTL(t *testing.T, e *ensemble) {
 	}
 }
 
-func testMulti(t *testing.T, e *ensemble) {
+func testMultiIfHeld(t *testing.T, e *ensemble) {
 	key := uniqueKey(t)
 	a := e.locker(t, "a", nil)
 	ctx := context.Background()
-	value := "/guarded-" + key
+	value := "/ifheld-" + key
 	if _, err := e.admin.Create(value, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = e.admin.Delete(value, -1) }()
 	ls := mustAcquire(t, a, key)
-	if _, err := a.Multi(ctx, ls, &zk.SetDataRequest{Path: value, Data: []byte("1"), Version: -1}); err != nil {
-		t.Fatalf("guarded write while held: %v", err)
+	if _, err := a.MultiIfHeld(ctx, ls, &zk.SetDataRequest{Path: value, Data: []byte("1"), Version: -1}); err != nil {
+		t.Fatalf("write while held: %v", err)
 	}
 	if err := e.admin.Delete(zklock.DefaultPrefix+"/"+key+"/"+e.lockNodes(t, key)[0], -1); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.Multi(ctx, ls, &zk.SetDataRequest{Path: value, Data: []byte("2"), Version: -1})
+	_, err := a.MultiIfHeld(ctx, ls, &zk.SetDataRequest{Path: value, Data: []byte("2"), Version: -1})
 	wantErr(t, err, distlock.ErrLeaseLost)
 	if v, _, _ := e.admin.Get(value); string(v) != "1" {
 		t.Fatalf("value %q after the refused write", v)
 	}
 	_ = ls.Release(ctx)
-	_, err = a.Multi(ctx, ls, &zk.SetDataRequest{Path: value, Data: []byte("3"), Version: -1})
+	_, err = a.MultiIfHeld(ctx, ls, &zk.SetDataRequest{Path: value, Data: []byte("3"), Version: -1})
 	wantErr(t, err, distlock.ErrInvalidArgument)
 }
 

@@ -10,12 +10,13 @@ import (
 	"github.com/distlock/distlock"
 )
 
-// Multi runs ops atomically in one ZooKeeper transaction (zk.Conn.Multi:
-// *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest,
-// *zk.CheckVersionRequest), preceded by a check that ls's lock node still
-// exists unchanged: the writes apply only while ls holds the key, whatever
-// the holder's clock or pauses (a guard inside the coordinator, stronger
-// than a fence). It returns the responses to ops (without the check's).
+// MultiIfHeld runs ops atomically in one ZooKeeper transaction
+// (zk.Conn.Multi: *zk.CreateRequest, *zk.SetDataRequest,
+// *zk.DeleteRequest, *zk.CheckVersionRequest), preceded by a check that
+// ls's lock node still exists unchanged: the writes apply only while ls
+// holds the key, whatever the holder's clock or pauses (the check runs
+// inside the coordinator, which makes it stronger than a fence). It
+// returns the responses to ops (without the check's).
 //
 // ls must be a lease this Locker granted and that was not released, else
 // the error matches distlock.ErrInvalidArgument. If the transaction is
@@ -23,12 +24,12 @@ import (
 // distlock.ErrLeaseLost; if an op of the caller failed, it wraps zk's
 // error (zk.ErrNoNode, zk.ErrBadVersion, ...); transport errors match
 // distlock.ErrUnavailable, and then whether it applied is unknown.
-func (l *Locker) Multi(ctx context.Context, ls distlock.Lease, ops ...any) ([]zk.MultiResponse, error) {
+func (l *Locker) MultiIfHeld(ctx context.Context, ls distlock.Lease, ops ...any) ([]zk.MultiResponse, error) {
 	l.lc.Lock()
 	d := l.leases[ls]
 	l.lc.Unlock()
 	if d == nil {
-		return nil, fmt.Errorf("%w: zklock: Multi: the lease was not granted by this Locker or was released", distlock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: zklock: MultiIfHeld: the lease was not granted by this Locker or was released", distlock.ErrInvalidArgument)
 	}
 	all := append([]any{&zk.CheckVersionRequest{Path: d.path, Version: d.version}}, ops...)
 	res, err := call(l, ctx, func() ([]zk.MultiResponse, error) { return d.s.conn.Multi(all...) }, nil)
@@ -41,7 +42,7 @@ func (l *Locker) Multi(ctx context.Context, ls distlock.Lease, ops ...any) ([]zk
 			return ok, err
 		}, nil)
 		if xerr == nil && !ok {
-			return nil, fmt.Errorf("%w: zklock: guarded transaction on %q refused: the lock node is gone: %w", distlock.ErrLeaseLost, d.key, err)
+			return nil, fmt.Errorf("%w: zklock: transaction on %q refused: the lock node is gone: %w", distlock.ErrLeaseLost, d.key, err)
 		}
 	}
 	return nil, wrap("multi", err)

@@ -1,0 +1,94 @@
+// Package zklock is the ZooKeeper backend: the lock recipe of Apache
+// Curator's InterProcessMutex over go-zookeeper, with contexts,
+// TryAcquire, session-aware leases that report their loss, and fences
+// that are ZooKeeper transaction ids.
+//
+// # Keys
+//
+// A key is any non-empty byte string of at most MaxKeyLen bytes; each byte
+// outside a safe ASCII set is percent-encoded, so every key is one path
+// component of its own. A longer key is refused with
+// distlock.ErrInvalidArgument before any request.
+//
+// # Acquire
+//
+// A lock is the parent node Prefix/escape(key) (a container node, which
+// the server deletes once its last child is gone, so parents do not
+// accumulate); each holder or waiter owns one protected ephemeral
+// sequential child, _c_<guid>-lock-<seq>, where the GUID is the lease's
+// token. The lowest sequence number holds the key; every other waiter
+// watches only the node just before its own, so a release wakes exactly
+// one waiter (FIFO, no herd). A create whose reply is lost is found again
+// by its GUID and deleted, as is every node of an acquisition that fails,
+// is cancelled or gives up (at once, or by the Locker's clean-up goroutine
+// once the session is connected again). A Curator InterProcessMutex on
+// Locker.Path(key) contends with the Locker.
+//
+// # Fencing
+//
+// The fence is the czxid of the holder's own node, the transaction id of
+// its creation: global, durable and strictly increasing across holders,
+// also when the parent is deleted and created again (the sequence suffix
+// would start over). Locker.MultiIfHeld goes further: it applies ZooKeeper
+// writes only while the lease's node exists.
+//
+// # Sessions and TTLs
+//
+// A lock node lives as long as the session that made it. With
+// Options.SessionTimeout 0 (the default) every distinct TTL gets its own
+// session (one connection) whose timeout is that TTL, opened on first use
+// and kept until Close: a holder that dies or is cut off frees the key
+// about one TTL later, when the ensemble expires its session. Most
+// applications use one TTL and so one session; lockers that share a
+// Locker with different TTLs get one session each (at most
+// Options.MaxSessions). With Options.SessionTimeout set, every call
+// shares one session of that timeout and a lease is additionally bounded
+// by it. The ensemble may grant a timeout other than the one asked
+// (between its minSessionTimeout and maxSessionTimeout, by default 2 and
+// 20 ticks); the Locker reads the negotiated value from the connect reply
+// and uses it.
+//
+// # Validity
+//
+// A lost connection suspends the lease and an expired session loses it.
+// A lease's ValidUntil is the start of the last request that confirmed
+// the node through the leader (the acquisition's create or a sync,
+// followed by the listing; each extension's sync, followed by a read of
+// the node) plus the least of the TTL, SafeFraction x negotiated timeout,
+// and 2/3 x negotiated timeout - TickTime/2 - drift: the ensemble cannot
+// expire the session before that. The leader expires a session a timeout
+// after the last activity it was told of; a server relays activity on its
+// next tick and the client pings every third of the timeout, so the last
+// activity the leader knows of can be a third of the timeout and half a
+// tick older than that request (Options.TickTime must be at least the
+// ensemble's tickTime). A read alone would not do: a follower cut off
+// from the leader answers reads from its own copy for up to syncLimit
+// ticks while the leader expires the session.
+//
+// # Failures
+//
+// Extensions (Extend, or the watchdog of WithAutoExtend every third of
+// the validity) fail while disconnected or while the server cannot reach
+// the leader, and the lease runs out on its own, before the session can
+// expire. Done fires when the validity runs out, when the node's deletion
+// is seen (a watch on the own node: an operator deleting it revokes the
+// lease), or when the session is known or presumed expired (no byte from
+// any server for a whole session timeout); Err then matches
+// distlock.ErrLeaseLost and ErrNodeDeleted, ErrSessionExpired or
+// ErrSessionPresumedExpired. A lease that runs out without extension has
+// its node deleted, so the key is free after the TTL as on every backend,
+// although the session lives on.
+//
+// A blocked Acquire whose session ends while it waits in the queue
+// returns a *SessionError (distlock.ErrUnavailable) at once rather than
+// waiting on; connection errors before it queued are retried. Close ends
+// the sessions: held leases are lost with distlock.ErrClosed, waiters
+// return distlock.ErrClosed.
+//
+// # URL
+//
+// zk://host1:2181,host2:2181,host3:2181[/prefix][?params]. Parameters:
+// ttl, autoextend, retry_min, retry_max (every backend's), session_timeout,
+// safe_fraction, tick_time, connect_timeout and max_sessions (see
+// Options). Unknown parameters are rejected.
+package zklock
