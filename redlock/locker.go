@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lease"
 	"github.com/distlock/distlock/internal/lifecycle"
+	"github.com/distlock/distlock/internal/retry"
 	"github.com/distlock/distlock/internal/validity"
 )
 
@@ -152,8 +152,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(distlock.ErrNotAcquired, err)
+	if err := retry.Ended(ctx, nil); err != nil {
+		return nil, err
 	}
 	if err := l.checkServers(ctx, o.TTL); err != nil {
 		return nil, err
@@ -164,8 +164,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	ls, _, err := l.attempt(ctx, key, o, nil)
 	if err != nil {
 		l.freeSlot(key)
-		if ctx.Err() != nil {
-			err = errors.Join(distlock.ErrNotAcquired, ctx.Err(), err)
+		if ended := retry.Ended(ctx, err); ended != nil {
+			err = ended
 		}
 	}
 	return ls, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // A Locker lets one call per key at a time talk to the nodes: the holder
@@ -41,8 +42,7 @@ func (l *Locker) takeSlot(ctx context.Context, key string) error {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
-		err = errors.Join(distlock.ErrNotAcquired, ctx.Err(),
-			fmt.Errorf("redlock: %q: waiting behind another call of this Locker", key))
+		err = retry.Ended(ctx, fmt.Errorf("redlock: %q: waiting behind another call of this Locker", key))
 	case <-l.lc.Closing().Done():
 		err = distlock.ErrClosed
 	}
