@@ -52,7 +52,8 @@ func TestReportPartsMergeIntoOneColumn(t *testing.T) {
 }
 
 // TestReportWriteIsDeterministic: writing the same verdicts twice, with
-// different durations, details, metrics and result order, gives the same
+// different durations, details, metrics, mode (-short) and result order,
+// gives the same
 // bytes in the tracked JSON and matrix.md; the run-specific fields land in
 // runs/, which carries its own .gitignore.
 func TestReportWriteIsDeterministic(t *testing.T) {
@@ -84,7 +85,7 @@ func TestReportWriteIsDeterministic(t *testing.T) {
 		if run == 1 {
 			results[0], results[2] = results[2], results[0]
 		}
-		if err := (&Report{Backend: "X", Results: results}).write(dir); err != nil {
+		if err := (&Report{Backend: "X", Short: run == 1, Results: results}).write(dir); err != nil {
 			t.Fatal(err)
 		}
 		got := tracked()
@@ -98,7 +99,7 @@ func TestReportWriteIsDeterministic(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []string{"overlapped", "Seconds", "Written", "7.9"} {
+	for _, s := range []string{"overlapped", "Seconds", "Written", "Short", "-short", "7.9"} {
 		if strings.Contains(first["X.json"]+first["matrix.md"], s) {
 			t.Errorf("tracked report holds the run-specific %q:\n%s%s", s, first["X.json"], first["matrix.md"])
 		}

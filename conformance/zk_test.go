@@ -125,7 +125,7 @@ func zkHarness(t *testing.T) (conformance.Harness, *zk.Conn) {
 			ls2 := append([]*zklock.Locker(nil), lockers...)
 			mu.Unlock()
 			for _, l := range ls2 {
-				_, err := l.Multi(ctx, ls, &zk.SetDataRequest{Path: p, Data: []byte(value), Version: -1})
+				_, err := l.MultiIfHeld(ctx, ls, &zk.SetDataRequest{Path: p, Data: []byte(value), Version: -1})
 				if !errors.Is(err, distlock.ErrInvalidArgument) {
 					return err
 				}
