@@ -15,6 +15,66 @@ import (
 	"github.com/distlock/distlock/internal/validity"
 )
 
+// Acquire implements distlock.Locker: it waits on the server until the
+// key is granted (pg_advisory_lock), so the release hands it over without
+// polling. While the server cannot be reached it retries at the retry
+// delay. When ctx ends, the error matches distlock.ErrNotAcquired and
+// ctx.Err(); the connection is then closed, so a grant that raced the
+// cancellation is freed with it. If the server ends the waiting session
+// (terminated, restarted), the error matches distlock.ErrUnavailable; so
+// it does if the waiter is cut off from the server: every TTL/3 of
+// waiting it checks on another connection that the server still answers
+// within TTL/2 (a partition can keep the waiting connection up while
+// nothing reaches it). A full lock table gives a *LockTableFullError at
+// once.
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, key, KeyID(l.opts.Namespace, key), o, true)
+}
+
+// TryAcquire implements distlock.Locker: one pg_try_advisory_lock with the
+// fence, one round trip. If no reply comes within Options.RequestTimeout
+// or ctx ends in flight, the error matches distlock.ErrUnavailable and
+// the connection is closed, which frees the lock if the attempt took it.
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := ended(ctx, nil); err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, key, KeyID(l.opts.Namespace, key), o, false)
+}
+
+// AcquireID is Acquire on the integer advisory lock id itself, as
+// pg_advisory_lock(id) takes it: no namespace, so it excludes (and is
+// excluded by) an application's own pg_advisory_lock(id). The lease's Key
+// is the decimal id.
+func (l *Locker) AcquireID(ctx context.Context, id int64, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.opts.Lock.Resolve(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, strconv.FormatInt(id, 10), id, o, true)
+}
+
+// TryAcquireID is TryAcquire on the integer advisory lock id (see
+// AcquireID).
+func (l *Locker) TryAcquireID(ctx context.Context, id int64, opts ...distlock.Option) (distlock.Lease, error) {
+	o, err := l.opts.Lock.Resolve(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := ended(ctx, nil); err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, strconv.FormatInt(id, 10), id, o, false)
+}
+
 // grantResult is what a lock statement returned.
 type grantResult struct {
 	got   bool
@@ -119,36 +179,6 @@ func ended(ctx context.Context, last error) error {
 // ended for idleness (see endedIdle) before it gives up.
 const maxStale = 3
 
-// staleSessions is the error of an acquisition that found n pooled
-// sessions ended for idleness (the last error err). Unlike a lost reply,
-// this outcome is known: each session ended with whatever it held, so
-// nothing is held.
-func staleSessions(key string, n int, err error) error {
-	cause := err
-	if pe, ok := pgError(err); ok && pe != nil {
-		cause = pe // the server's own words, without "outcome unknown"
-	}
-	return fmt.Errorf("%w: pgadvisory: %q: the server ended %d pooled sessions for idleness (the client paused past the pool's idle margin); nothing is held: %w",
-		distlock.ErrUnavailable, key, n, cause)
-}
-
-// retryable: a blocking Acquire tries again after errors that happen
-// before it queues on the server (it cannot connect), and after a grant
-// that came too late. A waiting session that ends (terminated, server
-// restarted) is not retried: the error says so (WaiterSessions).
-func retryable(err error) bool {
-	var pe *PoolerError
-	var fe *FenceSetupError
-	var te *LockTableFullError
-	switch {
-	case errors.As(err, &pe), errors.As(err, &fe), errors.As(err, &te):
-		return false
-	case errors.Is(err, lease.ErrExpiredInFlight), errors.Is(err, errNotQueued):
-		return true
-	}
-	return false
-}
-
 // testHookAfterGet, set by tests only, runs on the connection an
 // acquisition took from the pool, before its statements.
 var testHookAfterGet func(*conn)
@@ -156,9 +186,6 @@ var testHookAfterGet func(*conn)
 // testHookAfterWait, set by tests only, runs after a blocking lock
 // statement returns.
 var testHookAfterWait func()
-
-// errNotQueued marks failures before the lock statement was sent.
-var errNotQueued = errors.New("not queued")
 
 // lockOn runs one lock statement on c and grants the lease. On any
 // failure c is closed (a session whose lock state is in doubt is never
@@ -235,18 +262,18 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 			return nil, wrap("confirm after wait", errors.Join(err, errUnknown))
 		}
 	}
-	s := l.startSession(c, key, id, r.pid, validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)))
+	h := l.startHold(c, key, id, r.pid, validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)))
 	ls, err := lease.Grant(ctx, lease.Config{
 		Key: key, Token: lease.NewToken(), Fence: r.fence, Start: start,
 		ValidUntil: validity.Until(start, o.TTL, validity.DefaultDrift(o.TTL)),
 		Options:    o,
-		Driver:     s,
+		Driver:     h,
 		Group:      l.lc.Watchdogs(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.attach(ls)
+	h.attach(ls)
 	return ls, nil
 }
 
@@ -312,21 +339,4 @@ func (l *Locker) heartbeat(ctx context.Context, c *conn, ttl time.Duration, pid 
 		c.setTimeout(ttl)
 	}
 	return nil
-}
-
-// lockError maps a failed lock statement (its connection already closed).
-func (l *Locker) lockError(ctx context.Context, key string, err error) error {
-	if pe, ok := pgError(err); ok {
-		switch pe.Code {
-		case codeOutOfSharedMemory:
-			return &LockTableFullError{Key: key, Err: pe}
-		case codeInsufficientPriv, codeUndefinedTable:
-			l.fenceReady.Store(false)
-			return l.fenceError(pe)
-		}
-	}
-	if ctx.Err() != nil {
-		return errors.Join(wrap("lock "+strconv.Quote(key), errors.Join(errUnknown, err)), context.Cause(ctx), ctx.Err())
-	}
-	return wrap("lock "+strconv.Quote(key), errors.Join(errUnknown, err))
 }

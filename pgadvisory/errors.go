@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
 )
 
 // PoolerError is returned when a session-mode Locker finds itself behind
@@ -159,4 +161,54 @@ func sessionEnded(err error) bool {
 // keeps the cause.
 func wrap(op string, err error) error {
 	return fmt.Errorf("%w: pgadvisory: %s: %w", distlock.ErrUnavailable, op, err)
+}
+
+// errNotQueued marks failures before the lock statement was sent.
+var errNotQueued = errors.New("not queued")
+
+// staleSessions is the error of an acquisition that found n pooled
+// sessions ended for idleness (the last error err). Unlike a lost reply,
+// this outcome is known: each session ended with whatever it held, so
+// nothing is held.
+func staleSessions(key string, n int, err error) error {
+	cause := err
+	if pe, ok := pgError(err); ok && pe != nil {
+		cause = pe // the server's own words, without "outcome unknown"
+	}
+	return fmt.Errorf("%w: pgadvisory: %q: the server ended %d pooled sessions for idleness (the client paused past the pool's idle margin); nothing is held: %w",
+		distlock.ErrUnavailable, key, n, cause)
+}
+
+// retryable: a blocking Acquire tries again after errors that happen
+// before it queues on the server (it cannot connect), and after a grant
+// that came too late. A waiting session that ends (terminated, server
+// restarted) is not retried: the error says so (WaiterSessions).
+func retryable(err error) bool {
+	var pe *PoolerError
+	var fe *FenceSetupError
+	var te *LockTableFullError
+	switch {
+	case errors.As(err, &pe), errors.As(err, &fe), errors.As(err, &te):
+		return false
+	case errors.Is(err, lease.ErrExpiredInFlight), errors.Is(err, errNotQueued):
+		return true
+	}
+	return false
+}
+
+// lockError maps a failed lock statement (its connection already closed).
+func (l *Locker) lockError(ctx context.Context, key string, err error) error {
+	if pe, ok := pgError(err); ok {
+		switch pe.Code {
+		case codeOutOfSharedMemory:
+			return &LockTableFullError{Key: key, Err: pe}
+		case codeInsufficientPriv, codeUndefinedTable:
+			l.fenceReady.Store(false)
+			return l.fenceError(pe)
+		}
+	}
+	if ctx.Err() != nil {
+		return errors.Join(wrap("lock "+strconv.Quote(key), errors.Join(errUnknown, err)), context.Cause(ctx), ctx.Err())
+	}
+	return wrap("lock "+strconv.Quote(key), errors.Join(errUnknown, err))
 }

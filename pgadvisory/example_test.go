@@ -84,7 +84,7 @@ func Example_fencedWrite() {
 	defer locker.Close()
 
 	guard := fencing.SQLGuard{Table: "jobs", KeyColumn: "id", FenceColumn: "fence", ValueColumn: "state"}
-	db := pgadvisory.GuardDB(conn)
+	db := pgadvisory.FencingDB(conn)
 	lease, err := locker.Acquire(ctx, "job-7")
 	if err != nil {
 		log.Fatal(err)

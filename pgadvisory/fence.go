@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
-
-// past is a deadline that has passed: setting it interrupts a blocked read.
-var past = time.Unix(1, 0)
 
 // ensureFence makes sure the fence sequence exists and gives increasing
 // fences, once per Locker: it looks it up and, if missing, creates it.

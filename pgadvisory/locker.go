@@ -1,48 +1,10 @@
-// Package pgadvisory is the Postgres backend: a lock is a Postgres
-// advisory lock, held by a connection pinned to the lease for its whole
-// life (never an arbitrary pooled connection), with pgx v5.
-//
-// Acquire waits on the server (pg_advisory_lock), so a release hands the
-// lock to the next waiter in about one round trip and waiters are served
-// in arrival order; TryAcquire makes one pg_try_advisory_lock. The fence
-// comes from a sequence (nextval) in the same statement as the lock: one
-// round trip per acquisition, strictly increasing across holders and
-// durable across server restarts.
-//
-// The TTL is enforced by the server: each lease sets its session's
-// idle_session_timeout to the TTL, so a holder that stops heartbeating
-// (paused, partitioned) loses its session and its lock a TTL after the
-// server last heard from it. It also sets the session's TCP timeouts
-// (tcp_user_timeout, tcp_keepalives_idle) from the TTL, so that the
-// server's TCP stack does not end a partitioned holder's session, and free
-// its lock, before its validity has passed (see timeouts.go).
-// With WithAutoExtend the lease's watchdog heartbeats every TTL/3.
-// ValidUntil is the last confirmed heartbeat plus the TTL minus a drift
-// margin, and Done closes as soon as the server ends the session, the
-// connection drops, a heartbeat fails or the validity passes (then the
-// connection is closed, freeing the lock at once).
-//
-// Keys are strings hashed into the int8 advisory key space with a
-// namespace (KeyID), or integers given directly (AcquireID). Behind a
-// transaction-pooling proxy (PgBouncer) session locks break; a
-// session-mode Locker detects the proxy and refuses (*PoolerError), and
-// ModeTransaction (or LockTx in the caller's own transaction) holds
-// transaction-scoped locks that work through it.
-//
-// URL: postgres://user:password@host:port/db?params or postgresql://...,
-// the pgx DSN plus the lock parameters ttl, autoextend, retry_min,
-// retry_max (every backend's), mode (session or transaction), namespace,
-// fence_sequence, max_idle, conn_check_interval and request_timeout (see
-// Options). Other
-// parameters go to pgx (libpq keywords, server settings).
 package pgadvisory
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -145,66 +107,6 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 // (see the package function KeyID).
 func (l *Locker) KeyID(key string) int64 { return KeyID(l.opts.Namespace, key) }
 
-// Acquire implements distlock.Locker: it waits on the server until the
-// key is granted (pg_advisory_lock), so the release hands it over without
-// polling. While the server cannot be reached it retries at the retry
-// delay. When ctx ends, the error matches distlock.ErrNotAcquired and
-// ctx.Err(); the connection is then closed, so a grant that raced the
-// cancellation is freed with it. If the server ends the waiting session
-// (terminated, restarted), the error matches distlock.ErrUnavailable; so
-// it does if the waiter is cut off from the server: every TTL/3 of
-// waiting it checks on another connection that the server still answers
-// within TTL/2 (a partition can keep the waiting connection up while
-// nothing reaches it). A full lock table gives a *LockTableFullError at
-// once.
-func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.opts.Lock.ResolveFor(key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return l.acquire(ctx, key, KeyID(l.opts.Namespace, key), o, true)
-}
-
-// TryAcquire implements distlock.Locker: one pg_try_advisory_lock with the
-// fence, one round trip. If no reply comes within Options.RequestTimeout
-// or ctx ends in flight, the error matches distlock.ErrUnavailable and
-// the connection is closed, which frees the lock if the attempt took it.
-func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.opts.Lock.ResolveFor(key, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := ended(ctx, nil); err != nil {
-		return nil, err
-	}
-	return l.acquire(ctx, key, KeyID(l.opts.Namespace, key), o, false)
-}
-
-// AcquireID is Acquire on the integer advisory lock id itself, as
-// pg_advisory_lock(id) takes it: no namespace, so it excludes (and is
-// excluded by) an application's own pg_advisory_lock(id). The lease's Key
-// is the decimal id.
-func (l *Locker) AcquireID(ctx context.Context, id int64, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.opts.Lock.Resolve(opts...)
-	if err != nil {
-		return nil, err
-	}
-	return l.acquire(ctx, strconv.FormatInt(id, 10), id, o, true)
-}
-
-// TryAcquireID is TryAcquire on the integer advisory lock id (see
-// AcquireID).
-func (l *Locker) TryAcquireID(ctx context.Context, id int64, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.opts.Lock.Resolve(opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := ended(ctx, nil); err != nil {
-		return nil, err
-	}
-	return l.acquire(ctx, strconv.FormatInt(id, 10), id, o, false)
-}
-
 // Close ends this Locker's acquisitions in flight at once: blocked
 // Acquire calls and TryAcquire calls return ErrClosed, their connections
 // closed (leaving the server's wait queue, freeing any lock a request in
@@ -233,6 +135,10 @@ func (l *Locker) Close() error {
 	})
 	return nil
 }
+
+// past is a deadline that has passed: setting it on a connection
+// interrupts a blocked read.
+var past = time.Unix(1, 0)
 
 // track records the connection of a blocked Acquire so Close can
 // interrupt it; false if the Locker is closed.

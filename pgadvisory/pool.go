@@ -139,8 +139,8 @@ func setupSQL(check time.Duration) string {
 		sets += " || set_config('client_connection_check_interval', '" + strconv.FormatInt(max(check.Milliseconds(), 1), 10) + "', false)"
 	}
 	// $1 is int8: a pooler announces a random 32-bit "pid" that may not
-	// fit int4 (PgBouncer's 2935252655 made the comparison fail with
-	// 22003 instead of detecting the pooler).
+	// fit int4 (PgBouncer's can exceed 2^31), and an int4 comparison would
+	// then fail with SQLSTATE 22003 instead of detecting the pooler.
 	return "SELECT pg_backend_pid(), CASE WHEN pg_backend_pid()::int8 = $1::int8 THEN " + sets + " END"
 }
 

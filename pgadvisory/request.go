@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -53,47 +52,5 @@ func (l *Locker) callContext(ctx context.Context) (context.Context, context.Canc
 	return cctx, func() {
 		stop()
 		cancel(nil)
-	}
-}
-
-// guard returns the context of a heartbeat on the session's connection.
-// pgx closes the connection of a request its context interrupts, and
-// closing it frees the lock; so the returned context ends only after the
-// lease has been reported lost: when ctx ends or the request timeout
-// passes. Once the Locker's Close has begun, a cancellation of ctx does
-// not end it: Close cancels the watchdog's context, but promises not to
-// release the lease, so the heartbeat runs on to its reply or its bound
-// (the request timeout, or ctx's deadline if sooner), and Close waits for
-// it. done stops the guard and returns why it interrupted the heartbeat,
-// or nil.
-func (s *session) guard(ctx context.Context) (gctx context.Context, done func() error) {
-	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	var once sync.Once
-	var why error
-	interrupt := func(cause error) {
-		once.Do(func() {
-			why = cause
-			s.lose(fmt.Errorf("pgadvisory: heartbeat of %q interrupted (%w); the connection is closed, freeing the lock", s.key, cause))
-			cancel(cause)
-		})
-	}
-	timeout := s.l.opts.RequestTimeout
-	bound := fmt.Errorf("%w: %v", errRequestTimeout, timeout)
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout, bound = time.Until(dl), context.DeadlineExceeded
-	}
-	timer := time.AfterFunc(timeout, func() { interrupt(bound) })
-	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.Canceled) && s.l.lc.Closed() {
-			return // Close stopped the watchdog: the timer still bounds the heartbeat
-		}
-		interrupt(ctxError(ctx))
-	})
-	return gctx, func() error {
-		timer.Stop()
-		stop()
-		once.Do(func() {}) // waits for an interrupt under way; none starts after
-		cancel(nil)
-		return why
 	}
 }

@@ -14,7 +14,7 @@ const (
 	runCancelled
 )
 
-// monitorRun is one scheduled run of a session's monitor (see arm).
+// monitorRun is one scheduled run of a hold's monitor (see hold.arm).
 type monitorRun struct {
 	at    time.Time     // when it is due
 	start func()        // runs it (on its own goroutine); it closes done
@@ -29,14 +29,15 @@ func (r *monitorRun) cancel() bool {
 }
 
 // starter starts monitor runs when they are due, from one timer per
-// Locker rather than one per acquisition. A runtime timer added per
-// acquisition, when it is the process's earliest, wakes an idle thread (a
-// futex wake, and that thread's spin on another core) on most
-// acquisitions, which costs a short critical section a noticeable share
-// of the client's CPU. Here a run is queued, and the timer is touched
-// only when the queue was empty or the run is due sooner than the timer;
-// when it fires it starts the due runs, drops the ones taken back, and
-// re-arms for the earliest left.
+// Locker rather than one per acquisition. A runtime timer that becomes the
+// process's earliest wakes an idle thread (a futex wake, and that
+// thread's spin on another core); one per acquisition would do so on
+// most acquisitions, a cost a short critical section notices
+// (BenchmarkPGB1Uncontended in bench/ measures an acquisition and its
+// release against the raw statements). Here a run is queued, and the
+// timer is touched only when the queue was empty or the run is due
+// sooner than the timer; when it fires it starts the due runs, drops the
+// ones taken back, and re-arms for the earliest left.
 //
 // It outlives Close, like the leases whose monitors it starts; it holds
 // no goroutine while idle (each firing runs briefly on its own).
@@ -88,7 +89,7 @@ func (st *starter) fire() {
 			go r.start()
 		}
 	}
-	clear(st.queue[len(kept):]) // let the dropped runs' sessions go
+	clear(st.queue[len(kept):]) // let the dropped runs' holds go
 	st.queue = kept
 	st.at = time.Time{}
 	if !next.IsZero() {
