@@ -14,8 +14,13 @@ import (
 	"github.com/distlock/distlock/pgadvisory"
 )
 
-// A Locker over a DSN. Each lease holds its own connection; Acquire waits
-// on the server, which hands the lock over when the holder releases it.
+// The examples that lock need a Postgres server at the address they name:
+// they have no "Output:" line, so "go test" compiles them but does not
+// run them. ExampleKeyID and ExampleParseMode need no server and run.
+
+// A Locker over a DSN (New), Acquire and Release. Each lease holds its own
+// connection; Acquire waits on the server, which hands the lock over when
+// the holder releases it. It needs a server.
 func Example() {
 	cfg, err := pgx.ParseConfig("postgres://app@localhost:5432/app?sslmode=disable")
 	if err != nil {
@@ -48,7 +53,9 @@ func Example() {
 	}
 }
 
-// Opening by URL: the pgx DSN plus lock parameters.
+// Opening by URL (distlock.Open): the pgx DSN plus lock parameters.
+// TryAcquire returns at once when another instance holds the key. It
+// needs a server.
 func Example_open() {
 	locker, err := distlock.Open(context.Background(),
 		"postgres://app@localhost:5432/app?sslmode=disable&ttl=10s&namespace=billing")
@@ -70,17 +77,13 @@ func Example_open() {
 // A fenced write to a Postgres table: the row keeps the fence of its last
 // writer, and a holder whose lease was lost (paused, cut off) cannot
 // overwrite a later holder's row, however late its statement arrives.
+// fencing.SQLGuard checks the fence; FencingDB adapts the pgx connection
+// it writes through. It needs a server and a table jobs(id text primary
+// key, fence bigint, state text).
 func Example_fencedWrite() {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, "postgres://app@localhost:5432/app?sslmode=disable")
-	if err != nil {
-		log.Fatal(err)
-	}
+	conn, locker := connectAndLocker(ctx, "postgres://app@localhost:5432/app?sslmode=disable")
 	defer conn.Close(ctx)
-	locker, err := pgadvisory.New(conn.Config(), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	defer locker.Close()
 
 	guard := fencing.SQLGuard{Table: "jobs", KeyColumn: "id", FenceColumn: "fence", ValueColumn: "state"}
@@ -98,18 +101,12 @@ func Example_fencedWrite() {
 
 // Transaction-scoped locking inside your own transaction, as through
 // PgBouncer in transaction pooling mode: the lock is released when the
-// transaction ends.
+// transaction ends. It needs a server (here behind PgBouncer) and a table
+// invoices(id int primary key, state text, fence bigint).
 func ExampleLocker_LockTx() {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, "postgres://app@pgbouncer:6432/app?sslmode=disable&default_query_exec_mode=exec")
-	if err != nil {
-		log.Fatal(err)
-	}
+	conn, locker := connectAndLocker(ctx, "postgres://app@pgbouncer:6432/app?sslmode=disable&default_query_exec_mode=exec")
 	defer conn.Close(ctx)
-	locker, err := pgadvisory.New(conn.Config(), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	defer locker.Close()
 
 	tx, err := conn.Begin(ctx)
@@ -127,4 +124,36 @@ func ExampleLocker_LockTx() {
 	if err := tx.Commit(ctx); err != nil { // releases the lock
 		log.Fatal(err)
 	}
+}
+
+// The advisory lock id of a string key under a namespace, the same in
+// every process and build; the server computes it with KeyIDSQL.
+func ExampleKeyID() {
+	fmt.Println(pgadvisory.KeyID("distlock", "invoice:42"))
+	// Output: -5645875003842982162
+}
+
+// The lock mode of a URL's mode parameter.
+func ExampleParseMode() {
+	m, err := pgadvisory.ParseMode("transaction")
+	fmt.Println(m, err)
+	_, err = pgadvisory.ParseMode("table")
+	fmt.Println(errors.Is(err, distlock.ErrInvalidArgument))
+	// Output:
+	// transaction <nil>
+	// true
+}
+
+// connectAndLocker opens a connection of the application's own and a
+// Locker with the same configuration, for the examples.
+func connectAndLocker(ctx context.Context, dsn string) (*pgx.Conn, *pgadvisory.Locker) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	locker, err := pgadvisory.New(conn.Config(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return conn, locker
 }
