@@ -215,7 +215,7 @@ func (l *Locker) takeHandoff(ctx context.Context, k keySet, key string, w *waite
 	if !held {
 		// Popped by the hand-off, but a poll may have put the entry back:
 		// stay "queued" so the next turn polls, which re-adds the entry
-		// only if it is missing (acquireLua's RPUSHX would add a second).
+		// only if it is missing (acquire.lua's RPUSHX would add a second).
 		w.queued, w.gen = true, 0 // gen 0: the next turn polls (after the retry delay), not waiting for a push
 		return nil, fmt.Errorf("%w: key %q: the hand-off expired or was superseded before it was taken", distlock.ErrNotAcquired, key)
 	}

@@ -13,7 +13,7 @@ import (
 const cleanupTimeout = time.Second
 
 // cleanup removes entry from k's queue and releases k if token holds it
-// (cancelLua), on a goroutine of l's lifecycle: at once, then with backoff
+// (cancel.lua), on a goroutine of l's lifecycle: at once, then with backoff
 // while the server is unavailable, until it succeeds, the Locker closes,
 // or ttl has passed (a key we might hold has expired by then). Each try is
 // bounded by cleanupTimeout if the client honours context deadlines

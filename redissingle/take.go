@@ -20,7 +20,7 @@ type acquisition struct {
 	pttl  int64  // if not held: the holder's remaining TTL in ms (-1: none; <= 0: ask again soon)
 }
 
-// take runs s (tryScript, or with an entry acquireLua or pollLua) for
+// take runs s (tryScript, or with an entry the acquire or poll script) for
 // token, then WAIT if Options.WaitReplicas is set. If ctx ends first, the
 // request goes on and is cleaned up when it returns.
 func (l *Locker) take(ctx context.Context, k keySet, s *redis.Script, token, entry string, ttl time.Duration) (acquisition, error) {
