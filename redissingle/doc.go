@@ -1,26 +1,56 @@
 // Package redissingle is the single-Redis backend: one lock is one key, set
 // with SET NX PX and released by a compare-and-delete script, over any
-// go-redis UniversalClient (standalone, Sentinel failover, Cluster).
-//
-// Each acquisition mints a fencing token in the same script (one round
-// trip). Blocked Acquire calls queue on the server and are handed the lock
-// by the release itself: the release script gives the key to the first
-// waiter and notifies only that waiter's Locker over pub/sub, so a hand-off
-// costs the same few commands however many clients wait, and waiters are
-// served in arrival order. Expired holders and lost notifications are
-// caught by polling at the holder's remaining TTL.
+// go-redis UniversalClient (standalone, Sentinel failover, Cluster). New
+// takes a client the caller owns; a "redis://" or "rediss://" URL opens a
+// Locker that owns its client.
 //
 // Keys are at most MaxKeyLen (1024) bytes, and Prefix + key may not
 // contain "distlock:", which names the Lockers' own keys (see
 // Locker.Acquire).
 //
-// URL: redis://[user:password@]host:port[/db][?params], or rediss:// for
-// TLS. Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
+// # Acquire
+//
+// TryAcquire makes one attempt (SET NX PX and the fence in one script, one
+// round trip) and fails with an error matching distlock.ErrNotAcquired if
+// the key is held. Blocked Acquire calls queue on the server and are
+// handed the lock by the release itself: the release script gives the key
+// to the first waiter and notifies only that waiter's Locker over pub/sub,
+// so a hand-off costs the same few commands however many clients wait,
+// and waiters are served in arrival order. Expired holders and lost
+// notifications are caught by polling at the holder's remaining TTL, at
+// least every Options.PollInterval. When the context ends first, the error
+// matches distlock.ErrNotAcquired and the context's error.
+//
+// # Fencing
+//
+// Each acquisition mints its fence in the same script that takes the key,
+// from one counter per server (one per hash slot in Cluster), so fences
+// strictly increase across the holders of a key while the server keeps
+// its data (distlock.FenceMonotonic). They go back after a restart without
+// persistence, the eviction of the counter, or a failover to a replica
+// that lacks the latest increments: see "Operating the server".
+//
+// # Failures
+//
+// A single Redis is not fault tolerant (see Locker.Guarantees). While the
+// server cannot be reached or cannot serve (loading, read-only, out of
+// memory), calls fail with an error matching distlock.ErrUnavailable and
+// a blocked Acquire keeps trying at the retry delay. A request whose reply
+// is lost may have taken the key: a background clean-up releases it. A
+// lease whose extension finds the key gone or someone else's ends with
+// distlock.ErrLeaseLost. With Options.WaitReplicas, an acquisition too few
+// replicas acknowledge is released and fails with a *ReplicationError.
+// A server that may evict keys is refused with an error matching
+// distlock.ErrInvalidArgument unless Options.AllowEviction is set.
+//
+// # URL
+//
+// redis://[user:password@]host:port[/db][?params], or rediss:// for TLS.
+// Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
 // prefix, wait_replicas, wait_timeout, poll_interval and allow_eviction
 // (see Options), and every go-redis option redis.ParseURL accepts
-// (dial_timeout, pool_size, ...). Unknown parameters are rejected.
-//
-// A single Redis is not fault tolerant: see Locker.Guarantees.
+// (dial_timeout, pool_size, ...). Unknown parameters are rejected with an
+// error matching distlock.ErrInvalidArgument.
 //
 // # Operating the server
 //
@@ -48,10 +78,10 @@
 // fences start again from 1. RDB snapshots lose the writes since the last
 // snapshot when the server stops, appendfsync everysec those since the
 // last fsync when its machine does, fence increments among them. For
-// fences that never go back, run
-// appendonly yes with appendfsync always; to keep exclusion across a
-// restart of a server without it, keep the restarted server out of service
-// for longer than the longest TTL. This is not detected.
+// fences that never go back, run appendonly yes with appendfsync always;
+// to keep exclusion across a restart of a server without it, keep the
+// restarted server out of service for longer than the longest TTL. This
+// is not detected.
 //
 // Failover. Replication is asynchronous: a replica promoted by Sentinel or
 // Cluster may lack the latest locks and fence increments, with the same

@@ -13,9 +13,11 @@ import (
 	"github.com/distlock/distlock/redissingle"
 )
 
-// A Locker over a client you own. Blocked Acquire calls are woken by the
-// release itself; the fence goes with every write to the protected
-// resource, which rejects fences lower than the last it saw.
+// A Locker over a client you own (New), Acquire and Release. Blocked
+// Acquire calls are woken by the release itself; the fence goes with
+// every write to the protected resource, which rejects fences lower than
+// the last it saw. It needs a Redis server at localhost:6379, so it is
+// compiled but not run by go test.
 func Example() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	defer client.Close()
@@ -46,7 +48,9 @@ func Example() {
 	}
 }
 
-// Opening by URL: the Locker owns its client and closes it on Close.
+// Opening by URL (distlock.Open): the Locker owns its client and closes
+// it on Close. It needs a Redis server at localhost:6379, so it is
+// compiled but not run by go test.
 func Example_open() {
 	locker, err := distlock.Open(context.Background(),
 		"redis://localhost:6379/0?ttl=10s&prefix=myapp:&dial_timeout=1s")
