@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/etcdlock"
 	"github.com/distlock/distlock/internal/locktest"
 	"github.com/distlock/distlock/testbed"
@@ -73,6 +74,47 @@ func entries(t testing.TB, cli *clientv3.Client, key string) []string {
 		out[i] = string(kv.Key)
 	}
 	return out
+}
+
+// waitEntries waits until key has n entries.
+func waitEntries(t *testing.T, admin *clientv3.Client, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(entries(t, admin, key)) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("entries of %q: %v, want %d", key, entries(t, admin, key), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// acquired is the outcome of an Acquire run in the background.
+type acquired struct {
+	ls  distlock.Lease
+	err error
+}
+
+// acquireAsync runs l.Acquire(key) in the background, bounded by 30 s.
+func acquireAsync(l *etcdlock.Locker, key string, opts ...distlock.Option) <-chan acquired {
+	got := make(chan acquired, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ls, err := l.Acquire(ctx, key, opts...)
+		got <- acquired{ls, err}
+	}()
+	return got
+}
+
+// acquireAsyncInto runs l.Acquire(key) in the background as acquireAsync
+// does, delivering to got (buffered).
+func acquireAsyncInto(l *etcdlock.Locker, key string, got chan<- acquired) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ls, err := l.Acquire(ctx, key)
+		got <- acquired{ls, err}
+	}()
 }
 
 // Shared helpers (internal/locktest), under the names the tests use.

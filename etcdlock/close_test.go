@@ -10,6 +10,49 @@ import (
 	"github.com/distlock/distlock/etcdlock"
 )
 
+// testClosed: Close wakes waiters (their entries go), reports held leases
+// lost, and refuses later calls.
+func (c *cluster) testClosed(t *testing.T) {
+	t.Parallel()
+	a := c.locker(t, "a", nil)
+	b, err := etcdlock.New(c.Client(t, "b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := c.admin(t)
+	key := uniqueKey(t)
+	other := uniqueKey(t)
+	ls := mustAcquire(t, a, key)
+	held := mustAcquire(t, b, other)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(context.Background(), key)
+		errc <- err
+	}()
+	eventually(t, 10*time.Second, "waiter queued", func() bool { return len(entries(t, admin, key)) == 2 })
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, <-errc, distlock.ErrClosed)
+	select {
+	case <-held.Done():
+		wantErr(t, held.Err(), distlock.ErrLeaseLost)
+	default:
+		t.Fatal("a lease held at Close is not reported lost")
+	}
+	if e := entries(t, admin, key); len(e) != 1 {
+		t.Fatalf("entries after Close: %v", e)
+	}
+	_, err = b.TryAcquire(context.Background(), key)
+	wantErr(t, err, distlock.ErrClosed)
+	_, err = b.Acquire(context.Background(), key)
+	wantErr(t, err, distlock.ErrClosed)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustRelease(t, ls)
+}
+
 // TestCloseDuringGrant: Close runs while an Acquire grants the lock, and
 // the session dies (keepalives stopped) after grant's first check of it
 // and before the lease is attached. The Acquire must fail with an error
