@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
 	"github.com/distlock/distlock/zklock"
 )
 
-// TestUnreachable needs no container: nothing listens on the port.
+// TestUnreachable: with nothing listening (no container needed),
+// TryAcquire fails with ErrUnavailable within its connect timeout, and
+// Acquire ends at its context's deadline with ErrNotAcquired, the
+// context's error (and cause) and ErrUnavailable.
 func TestUnreachable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -59,6 +64,7 @@ func TestFaults(t *testing.T) {
 		{"HolderCutOff", testHolderCutOff},
 		{"LostCreateReply", testLostCreateReply},
 		{"WaiterSessionExpires", testWaiterSession},
+		{"JanitorKeepsCleanupAcrossSessions", testJanitorAcrossSessions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, e) })
 	}
@@ -206,4 +212,109 @@ func testWaiterSession(t *testing.T, e *ensemble) {
 	eventually(t, 5*ttl, "the dead waiter's node stayed", func() bool { return len(e.lockNodes(t, key)) == 1 })
 	mustRelease(t, held)
 	mustRelease(t, mustAcquire(t, c, key, distlock.WithTTL(ttl)))
+}
+
+// testJanitorAcrossSessions: a create abandoned while the connection is
+// down waits in go-zookeeper's send queue and is sent on the next server
+// session once the old one has expired. The janitor's clean-up, queued
+// under the old session, finds the node (by its token) on the new session
+// and deletes it, so it does not stay in the key's queue for the new
+// session's whole life.
+func testJanitorAcrossSessions(t *testing.T, e *ensemble) {
+	key := uniqueKey(t)
+	const ttl = 2 * time.Second // a's session timeout
+	a, b, c := e.locker(t, "jan", nil), e.locker(t, "b", nil), e.locker(t, "c", nil)
+	held := mustAcquire(t, c, key, distlock.WithAutoExtend(time.Hour)) // the parent exists when the create lands
+	// The marker opens a's session; its node goes when the ensemble
+	// expires that session.
+	marker := mustAcquire(t, a, key+".marker", distlock.WithTTL(ttl))
+	defer func() { _ = marker.Release(context.Background()) }() // lost by then
+	oldSID, connected := zklock.SessionID(a, ttl)
+	if oldSID == 0 || !connected {
+		t.Fatalf("a's session: id %x, connected %v", oldSID, connected)
+	}
+	parent := a.Path(key)
+	cversion := func() int32 {
+		_, st, err := e.admin.Exists(parent)
+		if err != nil || st == nil {
+			t.Fatalf("stat %s: %v", parent, err)
+		}
+		return st.Cversion
+	}
+	before := cversion()
+
+	stall(t, e, "jan")
+	eventually(t, 10*time.Second, "a's connection was not given up", func() bool {
+		_, connected := zklock.SessionID(a, ttl)
+		return !connected
+	})
+	// The create is queued in go-zookeeper (no session to send it on)
+	// and abandoned: the janitor is asked to search for the token.
+	token := lease.NewToken()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := zklock.AbandonedCreate(ctx, a, ttl, oldSID, key, token)
+	cancel()
+	if err == nil {
+		t.Fatal("the create returned a node although a was cut off")
+	}
+	wantErr(t, err, context.DeadlineExceeded)
+
+	eventually(t, 10*ttl, "the ensemble did not expire a's session", func() bool {
+		return len(e.lockNodes(t, key+".marker")) == 0
+	})
+	e.blackhole("jan", true) // heals the latency too
+	eventually(t, 30*time.Second, "a did not get a new session", func() bool {
+		sid, connected := zklock.SessionID(a, ttl)
+		return connected && sid != 0 && sid != oldSID
+	})
+
+	waitOrphanDeleted(t, e, key, token, cversion, before)
+	sid, _ := zklock.SessionID(a, ttl)
+	t.Logf("session %x replaced by %x", oldSID, sid)
+	mustRelease(t, held)
+	mustRelease(t, mustAcquire(t, b, key, distlock.WithTTL(ttl)))
+}
+
+// stall holds, not drops, every byte to and from client's servers until
+// the test ends: the client gives its connection up and its next connect
+// request waits in the link until the heal, after the ensemble expired
+// the session, so that go-zookeeper's first reconnection is told of the
+// expiry and its second opens the new session, before it would fail the
+// requests it queued (after one attempt on each server).
+func stall(t *testing.T, e *ensemble, client string) {
+	t.Helper()
+	for _, p := range e.Links(client) {
+		p.SetLatency(time.Minute)
+	}
+	t.Cleanup(func() { e.blackhole(client, true) })
+}
+
+// waitOrphanDeleted waits until the create carrying token has landed (the
+// parent's cversion, read by cversion, counts its node) and the janitor
+// has deleted the node (counted too), and fails the test if the node
+// stays in key's queue or never appears.
+func waitOrphanDeleted(t *testing.T, e *ensemble, key, token string, cversion func() int32, before int32) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		nodes := e.lockNodes(t, key)
+		orphan := false
+		for _, n := range nodes {
+			if strings.HasPrefix(n, "_c_"+token) {
+				orphan = true
+			}
+		}
+		cv := cversion()
+		if !orphan && cv >= before+2 {
+			t.Logf("the node of the abandoned create was made and deleted (parent's cversion +%d)", cv-before)
+			return
+		}
+		if time.Now().After(deadline) {
+			if orphan {
+				t.Fatalf("the node of the create abandoned under the old session is still in the queue on the new one: %v", nodes)
+			}
+			t.Fatalf("the abandoned create never landed (lock nodes %v, parent's cversion +%d): the test proves nothing", nodes, cv-before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

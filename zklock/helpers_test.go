@@ -25,6 +25,37 @@ func TestMain(m *testing.M) {
 	)
 }
 
+// TestLocker runs the functional tests on one 3-server ensemble.
+func TestLocker(t *testing.T) {
+	e := startEnsemble(t)
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T, *ensemble)
+	}{
+		{"TryAcquire", testTryAcquire},
+		{"FenceAcrossParents", testFenceAcrossParents},
+		{"FIFOWithoutHerd", testFIFO},
+		{"CancelledWaiterLeavesNoNode", testCancel},
+		{"Revoked", testRevoked},
+		{"DeletedBeforeGrant", testDeletedBeforeGrant},
+		{"ExpiresWithoutExtension", testExpiry},
+		{"AutoExtend", testAutoExtend},
+		{"ExtendAfterLoss", testExtendAfterLoss},
+		{"ParentsDoNotAccumulate", testParents},
+		{"SessionPerTTL", testSessionPerTTL},
+		{"MultiIfHeld", testMultiIfHeld},
+		{"Close", testClose},
+		{"CloseDuringExtension", testCloseDuringExtension},
+		{"InvalidArguments", testInvalid},
+		{"HostileKeys", testHostileKeys},
+		{"CauseContexts", testCauseContexts},
+		{"OpenByURL", testURL},
+		{"TickTime", testTickTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, e) })
+	}
+}
+
 // ensemble is a 3-server ZooKeeper with an admin session that reaches it
 // through its own, never faulted, links.
 type ensemble struct {

@@ -72,27 +72,7 @@ func testHostileKeys(t *testing.T, e *ensemble) {
 	if conn == "" {
 		t.Fatalf("no server lists a connection of session %x", sid)
 	}
-	unharmed := func(after string) {
-		t.Helper()
-		select {
-		case <-held.Done():
-			t.Fatalf("after %s: the lease on %q was lost: %v", after, bystander, held.Err())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := held.Extend(ctx, ttl); err != nil {
-			t.Fatalf("after %s: extending the lease on %q: %v", after, bystander, err)
-		}
-		if now, connected := zklock.SessionID(a, ttl); now != sid || !connected {
-			t.Fatalf("after %s: a's session is %x (connected %v), was %x", after, now, connected, sid)
-		}
-		if now := e.connection(t, sid); now != conn {
-			t.Fatalf("after %s: a's connection was replaced: %q, was %q", after, now, conn)
-		}
-		_, err := b.TryAcquire(ctx, bystander, distlock.WithTTL(ttl))
-		wantErr(t, err, distlock.ErrNotAcquired)
-	}
+	unharmed := func(after string) { t.Helper(); checkBystander(t, e, a, b, held, sid, conn, after) }
 
 	var leases []distlock.Lease
 	defer func() {
@@ -100,40 +80,9 @@ func testHostileKeys(t *testing.T, e *ensemble) {
 			_ = ls.Release(context.Background())
 		}
 	}()
-	ctx := context.Background()
 	for _, h := range hostileKeys {
-		ls, err := a.TryAcquire(ctx, h.key, distlock.WithTTL(ttl))
-		switch {
-		case h.ok && err != nil:
-			t.Errorf("%s: TryAcquire: %v", h.name, err)
-		case h.ok:
+		if ls := checkHostileKey(t, e, a, b, h.name, h.key, h.ok); ls != nil {
 			leases = append(leases, ls)
-			p := a.Path(h.key)
-			if rest := strings.TrimPrefix(p, zklock.DefaultPrefix+"/"); strings.Contains(rest, "/") || rest == p {
-				t.Errorf("%s: lock path %.80q is not one component under %s", h.name, p, zklock.DefaultPrefix)
-			}
-			if _, err := e.admin.Sync(p); err != nil {
-				t.Fatalf("%s: sync: %v", h.name, err)
-			}
-			if !e.exists(t, p) {
-				t.Errorf("%s: lock path %.80q does not exist while held", h.name, p)
-			}
-			_, err := b.TryAcquire(ctx, h.key, distlock.WithTTL(ttl))
-			if !errors.Is(err, distlock.ErrNotAcquired) {
-				t.Errorf("%s: a second client's TryAcquire while held: %v, want ErrNotAcquired", h.name, err)
-			}
-		default:
-			if ls != nil {
-				mustRelease(t, ls)
-			}
-			checkRefused(t, h.name+": TryAcquire", err)
-			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			ls, err = a.Acquire(actx, h.key, distlock.WithTTL(ttl))
-			cancel()
-			if ls != nil {
-				mustRelease(t, ls)
-			}
-			checkRefused(t, h.name+": Acquire", err)
 		}
 		unharmed(h.name)
 	}
@@ -143,6 +92,79 @@ func testHostileKeys(t *testing.T, e *ensemble) {
 	leases = nil
 	unharmed("the releases")
 	mustRelease(t, held)
+}
+
+// checkHostileKey tries key on a: a key that is ok must be granted, on a
+// path one component under the prefix that exists while held and that b
+// cannot take; any other key must be refused, by TryAcquire and by
+// Acquire, with a short ErrInvalidArgument. It returns the lease of a
+// granted key.
+func checkHostileKey(t *testing.T, e *ensemble, a, b *zklock.Locker, name, key string, ok bool) distlock.Lease {
+	t.Helper()
+	const ttl = 5 * time.Second
+	ctx := context.Background()
+	ls, err := a.TryAcquire(ctx, key, distlock.WithTTL(ttl))
+	switch {
+	case ok && err != nil:
+		t.Errorf("%s: TryAcquire: %v", name, err)
+		return nil
+	case ok:
+		p := a.Path(key)
+		if rest := strings.TrimPrefix(p, zklock.DefaultPrefix+"/"); strings.Contains(rest, "/") || rest == p {
+			t.Errorf("%s: lock path %.80q is not one component under %s", name, p, zklock.DefaultPrefix)
+		}
+		if _, err := e.admin.Sync(p); err != nil {
+			t.Fatalf("%s: sync: %v", name, err)
+		}
+		if !e.exists(t, p) {
+			t.Errorf("%s: lock path %.80q does not exist while held", name, p)
+		}
+		_, err := b.TryAcquire(ctx, key, distlock.WithTTL(ttl))
+		if !errors.Is(err, distlock.ErrNotAcquired) {
+			t.Errorf("%s: a second client's TryAcquire while held: %v, want ErrNotAcquired", name, err)
+		}
+	default:
+		if ls != nil {
+			mustRelease(t, ls)
+		}
+		checkRefused(t, name+": TryAcquire", err)
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ls, err = a.Acquire(actx, key, distlock.WithTTL(ttl))
+		cancel()
+		if ls != nil {
+			mustRelease(t, ls)
+		}
+		checkRefused(t, name+": Acquire", err)
+		return nil
+	}
+	return ls
+}
+
+// checkBystander fails the test unless the bystander lease held by a is
+// still valid and extendable, a's session is still sid on the server
+// connection conn, and b is refused the bystander's key.
+func checkBystander(t *testing.T, e *ensemble, a, b *zklock.Locker, held distlock.Lease, sid int64, conn, after string) {
+	t.Helper()
+	const ttl = 5 * time.Second
+	bystander := held.Key()
+	select {
+	case <-held.Done():
+		t.Fatalf("after %s: the lease on %q was lost: %v", after, bystander, held.Err())
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := held.Extend(ctx, ttl); err != nil {
+		t.Fatalf("after %s: extending the lease on %q: %v", after, bystander, err)
+	}
+	if now, connected := zklock.SessionID(a, ttl); now != sid || !connected {
+		t.Fatalf("after %s: a's session is %x (connected %v), was %x", after, now, connected, sid)
+	}
+	if now := e.connection(t, sid); now != conn {
+		t.Fatalf("after %s: a's connection was replaced: %q, was %q", after, now, conn)
+	}
+	_, err := b.TryAcquire(ctx, bystander, distlock.WithTTL(ttl))
+	wantErr(t, err, distlock.ErrNotAcquired)
 }
 
 // checkRefused fails unless err matches ErrInvalidArgument and is one
@@ -182,4 +204,29 @@ func (e *ensemble) connection(t testing.TB, sid int64) string {
 		}
 	}
 	return ""
+}
+
+// testURL: a Locker opened by URL takes its options from the query
+// (validity min(ttl, safe_fraction x session_timeout)) and its prefix
+// from the path, under which the escaped key is the lock's node.
+func testURL(t *testing.T, e *ensemble) {
+	u := "zk://" + e.ConnectString("url") + "/url-test/locks?ttl=2s&session_timeout=3s&safe_fraction=0.5&tick_time=250ms&connect_timeout=1s&max_sessions=1"
+	l, err := distlock.Open(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	key := "a/b"
+	start := time.Now()
+	ls, err := l.TryAcquire(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vu := ls.ValidUntil(); vu.Before(start.Add(1500*time.Millisecond)) || vu.After(time.Now().Add(1500*time.Millisecond)) {
+		t.Fatalf("validity %v, want min(2s, 0.5 x 3s) after the listing", vu.Sub(start))
+	}
+	if !e.exists(t, "/url-test/locks/a%2Fb") {
+		t.Fatal("the prefix from the URL path was not used")
+	}
+	mustRelease(t, ls)
 }

@@ -11,6 +11,10 @@ import (
 	"github.com/distlock/distlock"
 )
 
+// TestOpenURL: a zk:// URL gives the Locker its servers (port 2181 when
+// missing), its prefix (the path, without a trailing slash) and every
+// option of the query; a URL without hosts, with credentials, an unknown
+// parameter or an invalid value is refused with ErrInvalidArgument.
 func TestOpenURL(t *testing.T) {
 	for _, tc := range []struct {
 		url     string
@@ -77,6 +81,8 @@ func TestEscape(t *testing.T) {
 	}
 }
 
+// TestSortLockNodes: children are put in queue order by their sequence
+// number, whatever comes before it, and a child without one is left out.
 func TestSortLockNodes(t *testing.T) {
 	got := sortLockNodes([]string{"_c_b-lock-0000000010", "other", "_c_a-lock-0000000002", "x-lock-0000000005"})
 	var names []string
