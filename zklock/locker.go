@@ -68,11 +68,12 @@ func New(servers []string, opts *Options) (*Locker, error) {
 // paused longer can overlap the next holder (ClockIndependentSafety
 // false), as with every session or TTL lock; check the fence. The
 // servers time sessions on their monotonic clock, so a server's wall-clock
-// jump neither ends nor prolongs a lease (ServerClockSafety, S20, S21).
+// jump neither ends nor prolongs a lease (ServerClockSafety; scenarios
+// S20 and S21 of docs/conformance.md).
 func (l *Locker) Guarantees() distlock.Guarantees {
 	return distlock.Guarantees{
 		Backend:           "zookeeper",
-		ServerClockSafety: true, // sessions are timed on the servers' monotonic clock (S20, S21)
+		ServerClockSafety: true, // sessions are timed on the servers' monotonic clock
 		Fence:             distlock.FenceDurable,
 		FenceScope:        "cluster: the czxid (creation transaction id) of the holder's lock node",
 		ToleratedFailures: (len(l.servers) - 1) / 2,

@@ -18,9 +18,10 @@ import (
 //  1. create P/escape(key)/_c_<guid>-lock- (ephemeral, sequential; the
 //     parents as container nodes if missing). The GUID is the lease's
 //     token: if the reply is lost, the node is found again by it and
-//     deleted (S27).
+//     deleted (scenario S27 of docs/conformance.md).
 //  2. read the own node with a watch (pipelined with step 3): its czxid is
-//     the fence, the watch reports a deletion (revocation, S33).
+//     the fence, the watch reports a deletion (a revocation, scenario S33 of
+//     docs/conformance.md).
 //  3. list the children; if ours has the lowest sequence number, the key
 //     is ours. Otherwise TryAcquire deletes its node and fails; Acquire
 //     watches only the node just before its own (no herd, FIFO) and goes
