@@ -11,7 +11,7 @@ export DISTLOCK_ZOOKEEPER_IMAGE ?= distlock/zookeeper:3.8-bookworm
 
 GO ?= go
 
-.PHONY: test test-short images example bench vet clean-containers
+.PHONY: test test-short images example bench bench-table vet clean-containers
 
 # -p 1: one package at a time. The container tests measure timeouts of
 # tens of milliseconds (Redlock's node timeout is 50 ms); two such packages
@@ -49,3 +49,10 @@ example:
 
 bench: images
 	cd bench && $(GO) test -run '^$$' -bench . -count 5 -timeout 60m ./...
+
+# The figures table of docs/benchmarks.md: runs the bench module's
+# benchmarks BENCH_COUNT times (default 3) and writes the medians of their
+# ratios and counts between the table's markers (scripts/bench-table.sh).
+# Needs the images (make images).
+bench-table:
+	bash scripts/bench-table.sh

@@ -26,8 +26,8 @@ const b1Rounds = 3
 // when ctx ends) and bsm/redislock v0.9.4 (Obtain without retry +
 // Release). Each runs b1Rounds times in rotating order; "ratio" reports
 // the medians (us) and ours/raw, ours/bsm. "interleaved" runs all four in
-// every iteration, timing each operation, which cancels the machine's
-// slow phases (the per-phase numbers move by 20% from run to run here).
+// every iteration, timing each operation, so that the machine's slow
+// phases hit all four alike; the per-phase rounds are more exposed to them.
 func BenchmarkB1Uncontended(b *testing.B) {
 	node := startRedis(b)
 	raw := newClient(b, node, nil)

@@ -11,9 +11,9 @@ import (
 // release start -> next holder's Acquire returns, etcdlock against
 // concurrency.Mutex. Both wait on the predecessor's deletion; Mutex's
 // watch starts at a revision already reached, which etcd serves from its
-// 100 ms catch-up loop. The bare protocol (etcdFloor) runs beside them: the
-// target is absolute (p50 <= 2.5 ms), and the floor shows what this
-// machine's commit latency allows. "ratio" reports ours/peer and
+// 100 ms catch-up loop. The bare protocol (etcdFloor) runs beside them:
+// the target is absolute (p50 <= 2.5 ms), and the floor shows what the
+// servers' commit latency allows. "ratio" reports ours/peer and
 // ours/floor (p50) per k.
 func BenchmarkEtcdB2Handoff(b *testing.B) {
 	e := startEtcd(b)

@@ -33,7 +33,8 @@ import (
 // Its watches share one stream per client, kept open by an idle watch
 // (as etcdlock's stream keeper does), since opening a gRPC stream per
 // wait is work that no implementation needs. ours/floor is what etcdlock
-// adds to the protocol; floor/peer is what this machine allows it.
+// adds to the protocol; floor/peer is the most any client of the protocol
+// can gain over the peer.
 type etcdFloor struct {
 	cli *clientv3.Client
 	s   *concurrency.Session

@@ -7,11 +7,11 @@ import (
 )
 
 // BenchmarkEtcdPutProbe times b.N Puts of one key from one client, one at
-// a time, and reports their p50 and p90: the machine's price of one Raft
-// write, to set the etcd figures beside PERFORMANCE.md's (385 us per Put
-// on the machine it was measured on). Every hand-off of a queue lock waits
-// for at least one such commit, so B2's absolute target and B3's ratio
-// against Mutex (whose rate does not depend on it) move with this figure.
+// a time, and reports their p50 and p90: the price of one Raft write where
+// the benchmarks run, to read the other etcd figures against. Every
+// hand-off of a queue lock waits for at least one such commit, so B2's
+// latencies and B3's ratio against Mutex (whose rate does not depend on
+// it) move with this figure.
 func BenchmarkEtcdPutProbe(b *testing.B) {
 	e := startEtcd(b)
 	cli := e.client(b)

@@ -25,8 +25,8 @@ type etcdCluster struct {
 }
 
 // DISTLOCK_ETCD_BENCH_TMPFS=1 puts the members' data on a tmpfs, so that
-// fsync costs nothing (on this host's overlay disk an fsync takes about 4
-// ms and dominates every figure).
+// fsync costs nothing (on an overlay disk an fsync can take milliseconds
+// and dominate every figure).
 func startEtcd(b testing.TB) *etcdCluster {
 	b.Helper()
 	testbed.RequireDocker(b)

@@ -23,11 +23,11 @@ const (
 // of rlB1Ops. It reports the median per-pair time of each (us),
 // ours/redsync, and each one's CPU time per pair in this process
 // (client-cpu-us) and in the five servers together (server-cpu-us, from
-// INFO cpu). "floor" runs alongside: PERFORMANCE.md's write-all-then-
-// read-all floor (rlFloor): the fewest requests any Redlock client can
-// send, sent the way the spec recommends, with nothing else, so
-// floor/redsync shows where ours/redsync can be expected to bottom out on
-// this machine and ours/floor what our library adds to it. Run with -benchtime=1x.
+// INFO cpu). "floor" runs alongside: the write-all-then-read-all floor
+// (rlFloor): the fewest requests any Redlock client can send, sent the
+// way the Redlock algorithm recommends, with nothing else, so
+// floor/redsync shows where ours/redsync can be expected to bottom out
+// and ours/floor what our library adds to it. Run with -benchtime=1x.
 func BenchmarkRedlockB1Uncontended(b *testing.B) {
 	c := startRedlockNodes(b, 5)
 	ours := c.ours(b, c.addrs, nil)
@@ -93,8 +93,8 @@ func BenchmarkRedlockB1Uncontended(b *testing.B) {
 	// CPU per pair: with the client and the 5 servers on 2 cores, a pair
 	// costs at least (client + servers) / 2 of wall time. The servers'
 	// share is not fixed by the requests alone: floor and redsync send the
-	// same ones, yet the servers spent about 20% less per pair on the
-	// floor's (stop 12), so how a client sends them counts too.
+	// same ones, yet server-cpu-us differs between them, so how a client
+	// sends them counts too.
 	pairs := float64(b.N * rlB1Rounds * rlB1Ops)
 	for _, name := range []string{"ours", "redsync", "floor"} {
 		b.ReportMetric(float64(cpu[name].client.Microseconds())/pairs, name+"-client-cpu-us")

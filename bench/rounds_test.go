@@ -26,8 +26,7 @@ type throughputCase struct {
 
 // runThroughput runs, for each k, throughputRounds rounds of every
 // implementation, the order rotating each round so that the machine's
-// slow phases hit them all alike (PERFORMANCE.md: alternate, repeat, take
-// medians). Each k is one sub-benchmark that reports the median
+// slow phases hit them all alike (alternate, repeat, take medians). Each k is one sub-benchmark that reports the median
 // acquisitions/s of each implementation, ours/peer of the medians, the
 // failures of all rounds, and each implementation's fairness: the fewest
 // over the most acquisitions of one worker, summed over the rounds. For a

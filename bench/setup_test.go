@@ -26,7 +26,7 @@ type server struct {
 // startRedis starts one volatile Redis for b (skipped under -short or
 // without Docker). Benchmarks connect to the container's bridge address,
 // not through the testbed's fault-injecting proxy nor Docker's userland
-// port proxy, which add about 160 us per round trip here.
+// port proxy, each of which adds latency to every round trip.
 func startRedis(b *testing.B) *server {
 	b.Helper()
 	testbed.RequireDocker(b)

@@ -18,8 +18,8 @@ import (
 // all three in every iteration, in rotating order, timing each operation,
 // so that the machine's slow phases hit them alike; it reports the means
 // (us) and ours/peer. "fsync" runs on servers that fsync every
-// transaction (the default), "nofsync" with forceSync=no, where the
-// disk of this loaded VM does not drown the client's part.
+// transaction (the default), "nofsync" with forceSync=no, where a slow
+// disk does not drown the client's part.
 func BenchmarkZKB1Uncontended(b *testing.B) {
 	for _, mode := range []string{"nofsync", "fsync"} {
 		b.Run(mode, func(b *testing.B) { zkB1(b, testbed.ZooKeeperOptions{NoFsync: mode == "nofsync"}) })
