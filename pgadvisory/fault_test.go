@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,48 +16,10 @@ import (
 	"github.com/distlock/distlock/pgadvisory"
 )
 
-// TestBadInput needs no server: arguments are checked before any I/O.
-func TestBadInput(t *testing.T) {
-	cfg, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db?sslmode=disable&connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pgadvisory.New(nil, nil); !errors.Is(err, distlock.ErrInvalidArgument) {
-		t.Fatalf("New(nil): %v", err)
-	}
-	if _, err := pgadvisory.New(cfg, &pgadvisory.Options{FenceSequence: "a.b.c"}); !errors.Is(err, distlock.ErrInvalidArgument) {
-		t.Fatalf("bad sequence: %v", err)
-	}
-	l, err := pgadvisory.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	_, err = l.Acquire(ctx, "")
-	wantErr(t, err, distlock.ErrInvalidArgument)
-	_, err = l.TryAcquire(ctx, "k", distlock.WithTTL(0))
-	wantErr(t, err, distlock.ErrInvalidArgument)
-	_, err = l.Acquire(ctx, "k", distlock.WithTTL(30*24*time.Hour))
-	wantErr(t, err, distlock.ErrInvalidArgument)
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	_, err = l.TryAcquire(cctx, "k")
-	wantErr(t, err, distlock.ErrNotAcquired, context.Canceled)
-	_, err = l.Acquire(cctx, "k")
-	wantErr(t, err, distlock.ErrNotAcquired, context.Canceled)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = l.TryAcquire(ctx, "k")
-	wantErr(t, err, distlock.ErrClosed)
-	_, err = l.AcquireID(ctx, 1)
-	wantErr(t, err, distlock.ErrClosed)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestUnreachable needs no container: nothing listens on the port.
+// TestUnreachable: with nothing listening on the port, TryAcquire gives
+// ErrUnavailable (not ErrNotAcquired), and a blocking Acquire retries until
+// its 1 s deadline, then gives ErrNotAcquired, DeadlineExceeded and the
+// last ErrUnavailable. It needs no server.
 func TestUnreachable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,50 +50,6 @@ func TestUnreachable(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Acquire with a 1s deadline took %v", d)
 	}
-}
-
-// TestBlackholedHolder: the holder is cut off; the server ends its idle
-// session within the TTL, and the holder learns it lost the lease before
-// another client gets the key.
-func TestBlackholedHolder(t *testing.T) {
-	s := startPostgres(t)
-	l, other := s.locker(t, "a", nil), s.locker(t, "b", nil)
-	key := uniqueKey(t)
-	ttl := time.Second
-	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
-	cutHolder(t, s, "a", other, key, ls, ttl)
-}
-
-// cutHolder black-holes link, the holder's of key (held as ls under a TTL
-// of ttl), and checks that other acquires key within ttl + 1 s (the
-// server ends the holder's session at its idle timeout, the TTL), that
-// the holder was told first, and that its Release then reports the loss.
-func cutHolder(t *testing.T, s *server, link string, other *pgadvisory.Locker, key string, ls distlock.Lease, ttl time.Duration) {
-	t.Helper()
-	l := s.node.Link(link)
-	cut := time.Now()
-	l.Blackhole()
-	defer l.Heal()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*ttl)
-	defer cancel()
-	next, err := other.Acquire(ctx, key)
-	if err != nil {
-		t.Fatalf("nobody acquired after the holder was cut off: %v", err)
-	}
-	took := time.Since(cut)
-	select {
-	case <-ls.Done():
-	default:
-		t.Fatal("the other client acquired before the holder was told")
-	}
-	wantErr(t, ls.Err(), distlock.ErrLeaseLost)
-	if took > ttl+time.Second {
-		t.Fatalf("freed %v after the cut, TTL %v: the session's idle timeout was not the TTL", took, ttl)
-	}
-	t.Logf("freed %v after the cut", took)
-	mustRelease(t, next)
-	l.Heal()
-	wantErr(t, ls.Release(context.Background()), distlock.ErrLeaseLost)
 }
 
 // TestReplyLost: the lock statement reaches the server but its reply is
@@ -181,6 +101,34 @@ func TestServerRestart(t *testing.T) {
 	mustRelease(t, next)
 }
 
+// TestRevokedByTerminate: pg_terminate_backend on the holder's session
+// fires Done within 5 s; Err, Extend and Release report ErrLeaseLost, and
+// the Locker acquires the key again on a new connection.
+func TestRevokedByTerminate(t *testing.T) {
+	s := startPostgres(t)
+	ctx := context.Background()
+	l := s.locker(t, "a", nil)
+	key := uniqueKey(t)
+	ls := mustAcquire(t, l, key, distlock.WithTTL(time.Minute))
+	held, _ := s.holders(t, l.KeyID(key))
+	if len(held) != 1 {
+		t.Fatal("not held")
+	}
+	if _, err := s.admin(t).Exec(ctx, "SELECT pg_terminate_backend($1)", held[0]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ls.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done did not fire after pg_terminate_backend")
+	}
+	wantErr(t, ls.Err(), distlock.ErrLeaseLost)
+	wantErr(t, ls.Extend(ctx, time.Second), distlock.ErrLeaseLost)
+	wantErr(t, ls.Release(ctx), distlock.ErrLeaseLost)
+	// The Locker goes on with a new connection.
+	mustRelease(t, mustAcquire(t, l, key))
+}
+
 // TestLockTableFull: with the shared lock table full, acquisitions fail
 // at once with a *LockTableFullError instead of hanging.
 func TestLockTableFull(t *testing.T) {
@@ -227,92 +175,52 @@ func TestLockTableFull(t *testing.T) {
 	mustRelease(t, mustAcquire(t, l, uniqueKey(t)))
 }
 
-// TestFenceSetup: a user who may not create the sequence gets a
-// *FenceSetupError naming the fix; once a DBA runs it, locking works.
-func TestFenceSetup(t *testing.T) {
+// TestInterruptedRequestLeavesNoGoroutine: pgx closes the connection of
+// an interrupted request in the background (a cancel request on a new
+// connection, then Terminate, then draining the socket), which on a cut
+// link would last 15 s. The Locker waits for that work and bounds it:
+// when TryAcquire, Extend or Release returns after its request timeout
+// ended the request, no goroutine of it is left.
+func TestInterruptedRequestLeavesNoGoroutine(t *testing.T) {
 	s := startPostgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	admin := s.admin(t)
-	for _, q := range []string{
-		"CREATE ROLE locker LOGIN",
-		"CREATE SCHEMA locks",
-		"GRANT USAGE ON SCHEMA locks TO locker",
+	ctx := context.Background()
+	l, link := s.packetLocker(t, "interrupted", &pgadvisory.Options{RequestTimeout: 500 * time.Millisecond})
+	extended := mustAcquire(t, l, uniqueKey(t))
+	released := mustAcquire(t, l, uniqueKey(t))
+	mustRelease(t, mustAcquire(t, l, uniqueKey(t))) // a pooled connection
+	mustFault(t, link.Cut)
+	for name, call := range map[string]func() error{
+		"TryAcquire": func() error { _, err := l.TryAcquire(ctx, uniqueKey(t)); return err },
+		"Extend":     func() error { return extended.Extend(ctx, distlock.DefaultTTL) },
+		"Release":    func() error { return released.Release(ctx) },
 	} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
+		start := time.Now()
+		err := call()
+		wantErr(t, err, distlock.ErrUnavailable)
+		if n := goroutinesIn("pgconn.(*PgConn).asyncClose"); n > 0 {
+			t.Errorf("%s returned after %v with pgx still closing its connection in %d goroutine(s)", name, time.Since(start).Round(time.Millisecond), n)
+		} else {
+			t.Logf("%s returned after %v", name, time.Since(start).Round(time.Millisecond))
 		}
-	}
-	cfg := s.config(t, "a")
-	cfg.User = "locker"
-	l, err := pgadvisory.New(cfg, &pgadvisory.Options{FenceSequence: "locks.fence"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, err = l.TryAcquire(ctx, uniqueKey(t))
-	var fe *pgadvisory.FenceSetupError
-	if !errors.As(err, &fe) {
-		t.Fatalf("TryAcquire without the right to create the sequence: %v", err)
-	}
-	t.Logf("%v", err)
-	if _, err := admin.Exec(ctx, fe.Fix); err != nil {
-		t.Fatalf("the suggested fix %q failed: %v", fe.Fix, err)
-	}
-	ls, err := l.TryAcquire(ctx, uniqueKey(t))
-	if err != nil {
-		t.Fatalf("after the fix: %v", err)
-	}
-	mustRelease(t, ls)
-	// The default sequence is created by a user who may.
-	su := s.locker(t, "b", nil)
-	mustRelease(t, mustAcquire(t, su, uniqueKey(t)))
-	var n int
-	if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = 'distlock_fence' AND relkind = 'S'").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("default fence sequence: %d, %v", n, err)
 	}
 }
 
-// TestCutOffWaiter: a waiter black-holed from the server gives up with an
-// error within about a TTL instead of waiting on, and its queue entry does
-// not block the next client.
-func TestCutOffWaiter(t *testing.T) {
-	s := startPostgres(t)
-	holder, waiter, next := s.locker(t, "h", nil), s.locker(t, "w", nil), s.locker(t, "n", nil)
-	key := uniqueKey(t)
-	ttl := time.Second
-	ls := mustAcquire(t, holder, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
-	res := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*ttl)
-		defer cancel()
-		wl, err := waiter.Acquire(ctx, key, distlock.WithTTL(ttl))
-		if err == nil {
-			_ = wl.Release(context.Background())
+// goroutinesIn counts the goroutines whose stack mentions fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
 		}
-		res <- err
-	}()
-	eventually(t, 5*time.Second, "waiter did not queue", func() bool {
-		_, waiting := s.holders(t, holder.KeyID(key))
-		return len(waiting) == 1
-	})
-	link := s.node.Link("w")
-	cut := time.Now()
-	link.Blackhole()
-	defer link.Heal()
-	select {
-	case err := <-res:
-		wantErr(t, err, distlock.ErrUnavailable)
-		t.Logf("the cut-off waiter returned %v after the cut: %v", time.Since(cut), err)
-	case <-time.After(5 * ttl):
-		t.Fatal("the cut-off waiter kept waiting")
+		buf = make([]byte, 2*len(buf))
 	}
-	mustRelease(t, ls)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
-	defer cancel()
-	nl, err := next.Acquire(ctx, key)
-	if err != nil {
-		t.Fatalf("the next client could not acquire after the release: %v", err)
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			count++
+		}
 	}
-	mustRelease(t, nl)
+	return count
 }

@@ -74,8 +74,9 @@ func (s *server) admin(t testing.TB) *pgx.Conn {
 	return c
 }
 
-// holders lists the pids holding (granted) and waiting for lock id.
-func (s *server) holders(t testing.TB, id int64) (held, waiting []int32) {
+// withAdmin runs f on a fresh connection straight to the server, within
+// 5 s, and closes it; an error of f fails t.
+func (s *server) withAdmin(t testing.TB, f func(ctx context.Context, c *pgx.Conn) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -84,26 +85,34 @@ func (s *server) holders(t testing.TB, id int64) (held, waiting []int32) {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	rows, err := c.Query(ctx, pgadvisory.LocksSQL, id)
-	if err != nil {
+	if err := f(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var pid int32
-		var granted bool
-		if err := rows.Scan(&pid, &granted); err != nil {
-			t.Fatal(err)
+}
+
+// holders lists the pids holding (granted) and waiting for lock id.
+func (s *server) holders(t testing.TB, id int64) (held, waiting []int32) {
+	t.Helper()
+	s.withAdmin(t, func(ctx context.Context, c *pgx.Conn) error {
+		rows, err := c.Query(ctx, pgadvisory.LocksSQL, id)
+		if err != nil {
+			return err
 		}
-		if granted {
-			held = append(held, pid)
-		} else {
-			waiting = append(waiting, pid)
+		defer rows.Close()
+		for rows.Next() {
+			var pid int32
+			var granted bool
+			if err := rows.Scan(&pid, &granted); err != nil {
+				return err
+			}
+			if granted {
+				held = append(held, pid)
+			} else {
+				waiting = append(waiting, pid)
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+		return rows.Err()
+	})
 	return held, waiting
 }
 
@@ -141,4 +150,34 @@ func (s *server) packetLocker(t testing.TB, client string, opts *pgadvisory.Opti
 		_ = l.Close()
 	})
 	return l, link
+}
+
+// holderPID is the backend holding key (default namespace).
+func (s *server) holderPID(t *testing.T, key string) int32 {
+	t.Helper()
+	held, _ := s.holders(t, pgadvisory.KeyID(pgadvisory.DefaultNamespace, key))
+	if len(held) != 1 {
+		t.Fatalf("%q held by %v", key, held)
+	}
+	return held[0]
+}
+
+// queryStart is when backend pid started its last statement.
+func queryStart(t *testing.T, s *server, pid int32) time.Time {
+	t.Helper()
+	var at time.Time
+	s.withAdmin(t, func(ctx context.Context, c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SELECT query_start FROM pg_stat_activity WHERE pid = $1", pid).Scan(&at)
+	})
+	return at
+}
+
+// mustFault applies a link fault, failing t if it cannot.
+func mustFault(t *testing.T, fault func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := fault(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

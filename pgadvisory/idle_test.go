@@ -11,16 +11,6 @@ import (
 	"github.com/distlock/distlock/pgadvisory"
 )
 
-// holderPID is the backend holding key (default namespace).
-func (s *server) holderPID(t *testing.T, key string) int32 {
-	t.Helper()
-	held, _ := s.holders(t, pgadvisory.KeyID(pgadvisory.DefaultNamespace, key))
-	if len(held) != 1 {
-		t.Fatalf("%q held by %v", key, held)
-	}
-	return held[0]
-}
-
 // TestReusedIdleTimeout: a released connection keeps its lease's idle
 // timeout in the pool. The next lease on it with the same TTL ("kept")
 // does not set it again; one with a shorter TTL ("changed", after a 1 min
@@ -85,7 +75,8 @@ func TestIdleConnectionOutlivesTTL(t *testing.T) {
 // reached it (a client paused past the pool's margin). The statement never
 // ran, so TryAcquire and Acquire send it again on another connection
 // instead of failing, and the validity still counts from before the first
-// request (the AV property of S10: within one TTL of the call).
+// request (within one TTL of the call: property AV in scenario S10 of
+// docs/conformance.md).
 func TestPooledConnectionEndedForIdleness(t *testing.T) {
 	s := startPostgres(t)
 	l := s.locker(t, "a", nil)

@@ -22,6 +22,7 @@ var golden = []struct {
 	{"", "", 7940984811893783192},
 }
 
+// TestKeyIDGolden: KeyID gives the golden values.
 func TestKeyIDGolden(t *testing.T) {
 	for _, g := range golden {
 		if got := pgadvisory.KeyID(g.namespace, g.key); got != g.id {

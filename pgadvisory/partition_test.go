@@ -185,29 +185,174 @@ func extendInBackground(t *testing.T, ls distlock.Lease) func() {
 	return wg.Wait
 }
 
-// queryStart is when backend pid started its last statement.
-func queryStart(t *testing.T, s *server, pid int32) time.Time {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := s.node.Admin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	var at time.Time
-	if err := c.QueryRow(ctx, "SELECT query_start FROM pg_stat_activity WHERE pid = $1", pid).Scan(&at); err != nil {
-		t.Fatal(err)
-	}
-	return at
+// TestBlackholedHolder: the holder is cut off; the server ends its idle
+// session within the TTL, and the holder learns it lost the lease before
+// another client gets the key.
+func TestBlackholedHolder(t *testing.T) {
+	s := startPostgres(t)
+	l, other := s.locker(t, "a", nil), s.locker(t, "b", nil)
+	key := uniqueKey(t)
+	ttl := time.Second
+	ls := mustAcquire(t, l, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
+	cutHolder(t, s, "a", other, key, ls, ttl)
 }
 
-// mustFault applies a link fault, failing t if it cannot.
-func mustFault(t *testing.T, fault func(context.Context) error) {
+// cutHolder black-holes link, the holder's of key (held as ls under a TTL
+// of ttl), and checks that other acquires key within ttl + 1 s (the
+// server ends the holder's session at its idle timeout, the TTL), that
+// the holder was told first, and that its Release then reports the loss.
+func cutHolder(t *testing.T, s *server, link string, other *pgadvisory.Locker, key string, ls distlock.Lease, ttl time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	l := s.node.Link(link)
+	cut := time.Now()
+	l.Blackhole()
+	defer l.Heal()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*ttl)
 	defer cancel()
-	if err := fault(ctx); err != nil {
-		t.Fatal(err)
+	next, err := other.Acquire(ctx, key)
+	if err != nil {
+		t.Fatalf("nobody acquired after the holder was cut off: %v", err)
+	}
+	took := time.Since(cut)
+	select {
+	case <-ls.Done():
+	default:
+		t.Fatal("the other client acquired before the holder was told")
+	}
+	wantErr(t, ls.Err(), distlock.ErrLeaseLost)
+	if took > ttl+time.Second {
+		t.Fatalf("freed %v after the cut, TTL %v: the session's idle timeout was not the TTL", took, ttl)
+	}
+	t.Logf("freed %v after the cut", took)
+	mustRelease(t, next)
+	l.Heal()
+	wantErr(t, ls.Release(context.Background()), distlock.ErrLeaseLost)
+}
+
+const defaultBound = pgadvisory.DefaultRequestTimeout
+
+// TestCutServerCallsReturn: with the server's packets dropped both ways
+// (no RST, no FIN) and context.Background(), every call returns within its
+// bound, the request timeout (default, or configured): TryAcquire on a
+// pooled connection and on a new one, Extend and Release of a held lease
+// (default TTL) with ErrUnavailable; Close, with a TryAcquire or a
+// blocking Acquire in flight, interrupts it (ErrClosed) at once. A call
+// still running at 3x its bound is reported as hung.
+func TestCutServerCallsReturn(t *testing.T) {
+	s := startPostgres(t)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i, tc := range cutCalls() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(tc.name, func(t *testing.T) {
+				l, link := s.packetLocker(t, "live"+string(rune('a'+i)), tc.opts)
+				var start time.Time
+				cut := func() {
+					mustFault(t, link.Cut)
+					start = time.Now()
+				}
+				err := returnsWithin(t, 3*tc.bound, link, func() error { return tc.run(t, l, cut) })
+				took := time.Since(start)
+				wantErr(t, err, tc.want...)
+				t.Logf("returned %v after the cut: %v", took.Round(time.Millisecond), err)
+			})
+		}()
+	}
+}
+
+// cutCall is a call TestCutServerCallsReturn makes over a cut link.
+type cutCall struct {
+	name string
+	opts *pgadvisory.Options
+	// run sets up on a healthy link, cuts it, and makes the call.
+	run   func(t *testing.T, l *pgadvisory.Locker, cut func()) error
+	want  []error
+	bound time.Duration
+}
+
+// cutCalls are the calls of TestCutServerCallsReturn, with the errors
+// they must return and their bounds.
+func cutCalls() []cutCall {
+	ctx := context.Background()
+	return []cutCall{
+		{"TryAcquire pooled", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			mustRelease(t, mustAcquire(t, l, uniqueKey(t)))
+			cut()
+			_, err := l.TryAcquire(ctx, uniqueKey(t))
+			return err
+		}, []error{distlock.ErrUnavailable}, defaultBound},
+		{"TryAcquire connect", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			cut()
+			_, err := l.TryAcquire(ctx, uniqueKey(t))
+			return err
+		}, []error{distlock.ErrUnavailable}, defaultBound},
+		{"Extend", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			ls := mustAcquire(t, l, uniqueKey(t))
+			t.Cleanup(func() { _ = ls.Release(ctx) })
+			cut()
+			err := ls.Extend(ctx, distlock.DefaultTTL)
+			if ls.Err() == nil {
+				t.Errorf("the lease is held after its heartbeat failed: %v", err)
+			}
+			return err
+		}, []error{distlock.ErrUnavailable, distlock.ErrLeaseLost}, defaultBound},
+		{"Release", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			ls := mustAcquire(t, l, uniqueKey(t))
+			cut()
+			return ls.Release(ctx)
+		}, []error{distlock.ErrUnavailable}, defaultBound},
+		{"Close during TryAcquire connect", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			cut()
+			return closeDuring(t, l, func() error {
+				_, err := l.TryAcquire(ctx, uniqueKey(t))
+				return err
+			})
+		}, []error{distlock.ErrClosed}, closeBound},
+		{"Close during TryAcquire pooled", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			mustRelease(t, mustAcquire(t, l, uniqueKey(t)))
+			cut()
+			return closeDuring(t, l, func() error {
+				_, err := l.TryAcquire(ctx, uniqueKey(t))
+				return err
+			})
+		}, []error{distlock.ErrClosed}, closeBound},
+		{"Close during Acquire connect", nil, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			cut()
+			return closeDuring(t, l, func() error {
+				_, err := l.Acquire(ctx, uniqueKey(t))
+				return err
+			})
+		}, []error{distlock.ErrClosed}, closeBound},
+		{"TryAcquire pooled, configured timeout", &pgadvisory.Options{RequestTimeout: time.Second}, func(t *testing.T, l *pgadvisory.Locker, cut func()) error {
+			mustRelease(t, mustAcquire(t, l, uniqueKey(t)))
+			cut()
+			_, err := l.TryAcquire(ctx, uniqueKey(t))
+			return err
+		}, []error{distlock.ErrUnavailable}, time.Second},
+	}
+}
+
+// returnsWithin runs call and returns its error. If call has not returned
+// within limit, it fails t as hung, heals link so that call can end, and
+// waits for it.
+func returnsWithin(t *testing.T, limit time.Duration, link *testbed.PacketLink, call func() error) error {
+	t.Helper()
+	res := make(chan error, 1)
+	go func() { res <- call() }()
+	select {
+	case err := <-res:
+		return err
+	case <-time.After(limit):
+	}
+	t.Errorf("hung: the call has not returned %v after it started", limit)
+	mustFault(t, link.Heal)
+	select {
+	case err := <-res:
+		return err
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the call has not returned 3 minutes after the link was healed")
+		return errors.New("hung")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/distlock/distlock/pgadvisory"
 )
 
+// TestSchemesRegistered: importing the package registers the postgres and
+// postgresql schemes with distlock.Open.
 func TestSchemesRegistered(t *testing.T) {
 	for _, s := range []string{"postgres", "postgresql"} {
 		if !slices.Contains(distlock.Schemes(), s) {
@@ -19,7 +21,9 @@ func TestSchemesRegistered(t *testing.T) {
 	}
 }
 
-// TestOpenRejects needs no server: Open does no I/O.
+// TestOpenRejects: malformed lock parameters and malformed pgx parameters
+// make Open fail with ErrInvalidArgument. Open does no I/O: it needs no
+// server.
 func TestOpenRejects(t *testing.T) {
 	ctx := context.Background()
 	for _, u := range []string{
@@ -41,6 +45,9 @@ func TestOpenRejects(t *testing.T) {
 	}
 }
 
+// TestOpen: a URL of either scheme opens a *Locker with its lock
+// parameters applied: the TTL sets the validity, namespace the lock ids,
+// and fence_sequence names the sequence created.
 func TestOpen(t *testing.T) {
 	s := startPostgres(t)
 	ctx := context.Background()

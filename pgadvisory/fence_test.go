@@ -11,6 +11,52 @@ import (
 	"github.com/distlock/distlock/pgadvisory"
 )
 
+// TestFenceSetup: a user who may not create the sequence gets a
+// *FenceSetupError naming the fix; once a DBA runs it, locking works.
+func TestFenceSetup(t *testing.T) {
+	s := startPostgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := s.admin(t)
+	for _, q := range []string{
+		"CREATE ROLE locker LOGIN",
+		"CREATE SCHEMA locks",
+		"GRANT USAGE ON SCHEMA locks TO locker",
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cfg := s.config(t, "a")
+	cfg.User = "locker"
+	l, err := pgadvisory.New(cfg, &pgadvisory.Options{FenceSequence: "locks.fence"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = l.TryAcquire(ctx, uniqueKey(t))
+	var fe *pgadvisory.FenceSetupError
+	if !errors.As(err, &fe) {
+		t.Fatalf("TryAcquire without the right to create the sequence: %v", err)
+	}
+	t.Logf("%v", err)
+	if _, err := admin.Exec(ctx, fe.Fix); err != nil {
+		t.Fatalf("the suggested fix %q failed: %v", fe.Fix, err)
+	}
+	ls, err := l.TryAcquire(ctx, uniqueKey(t))
+	if err != nil {
+		t.Fatalf("after the fix: %v", err)
+	}
+	mustRelease(t, ls)
+	// The default sequence is created by a user who may.
+	su := s.locker(t, "b", nil)
+	mustRelease(t, mustAcquire(t, su, uniqueKey(t)))
+	var n int
+	if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = 'distlock_fence' AND relkind = 'S'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("default fence sequence: %d, %v", n, err)
+	}
+}
+
 // TestBadFenceSequence: a fence sequence that already exists with settings
 // that break fence order (CACHE > 1: each session draws from its own
 // block; CYCLE: values wrap; a negative increment: values decrease;

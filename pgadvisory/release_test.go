@@ -12,9 +12,9 @@ import (
 
 // TestReleaseAfterFailedHeartbeat: a heartbeat finds the server session
 // gone (pg_terminate_backend) before the monitor does, so it ends the
-// session without handing the connection back to a monitor; Release then
-// returns (ErrLeaseLost, the lease was lost first) instead of waiting for
-// a monitor run that will never come (session.run). The monitors are
+// hold without handing the connection back to a monitor; Release then
+// returns ErrLeaseLost at once (the lease was lost first), with no
+// monitor run to wait for (hold.run is nil). The monitors are
 // held back for the whole test: otherwise the monitor, reading the
 // connection, would notice the termination before any heartbeat.
 func TestReleaseAfterFailedHeartbeat(t *testing.T) {
