@@ -53,7 +53,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // AcquireID is Acquire on the integer advisory lock id itself, as
 // pg_advisory_lock(id) takes it: no namespace, so it excludes (and is
 // excluded by) an application's own pg_advisory_lock(id). The lease's Key
-// is the decimal id.
+// is the decimal id. Its errors are Acquire's.
 func (l *Locker) AcquireID(ctx context.Context, id int64, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.opts.Lock.Resolve(opts...)
 	if err != nil {
@@ -63,7 +63,7 @@ func (l *Locker) AcquireID(ctx context.Context, id int64, opts ...distlock.Optio
 }
 
 // TryAcquireID is TryAcquire on the integer advisory lock id (see
-// AcquireID).
+// AcquireID). Its errors are TryAcquire's.
 func (l *Locker) TryAcquireID(ctx context.Context, id int64, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.opts.Lock.Resolve(opts...)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 // golden are KeyID values that must never change: a build computing
 // different IDs would not exclude a process running an older build. They
-// were checked against an independent SHA-256 (Python's hashlib).
+// agree with an independent SHA-256 (Python's hashlib).
 var golden = []struct {
 	namespace, key string
 	id             int64

@@ -42,7 +42,9 @@ func (m Mode) String() string {
 	return "session"
 }
 
-// ParseMode parses "session" or "transaction" (also "xact").
+// ParseMode parses "session" or "transaction" (also "xact"), in any case;
+// "" is ModeSession. Anything else gives an error matching
+// distlock.ErrInvalidArgument.
 func ParseMode(s string) (Mode, error) {
 	switch strings.ToLower(s) {
 	case "", "session":
