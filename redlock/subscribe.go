@@ -74,7 +74,7 @@ func (l *Locker) listen(i int, c *conn) bool {
 		}
 		if m, ok := v.([]any); ok && len(m) == 3 && m[0] == "message" {
 			payload, _ := m[2].(string)
-			id, lock, _ := strings.Cut(payload, "|") // see wakeLoop
+			id, lock, _ := strings.Cut(payload, "|") // see "wake" in lua/parts.lua
 			l.lc.Lock()
 			w := l.waiters[id]
 			l.lc.Unlock()
