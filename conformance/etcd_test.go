@@ -39,7 +39,7 @@ func etcdHarness(t *testing.T) conformance.Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := c.Client(t, "conformance-admin")
+	admin := etcdAdmin{c.Client(t, "conformance-admin")}
 	servers := make([]conformance.Server, len(c.Nodes))
 	bare := make([]*testbed.Node, len(c.Nodes))
 	for i, n := range c.Nodes {
@@ -47,74 +47,97 @@ func etcdHarness(t *testing.T) conformance.Harness {
 	}
 	links := newLinkSet(t, bare...)
 	url := func(client string) string { return "etcd://" + strings.Join(links.addrs(client), ",") }
-	var mu sync.Mutex
-	var lockers []*etcdlock.Locker // for the guarded writes of their leases
-	entries := func(ctx context.Context, key string) ([]*clientv3.GetResponse, error) {
-		resp, err := admin.Get(ctx, key+"/", clientv3.WithFirstCreate()...)
-		return []*clientv3.GetResponse{resp}, err
-	}
+	opened := &etcdLockers{}
 	return conformance.Harness{
 		Name: "E3",
 		Spec: "E3",
 		TTL:  2 * time.Second,
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
-			l, err := distlock.Open(ctx, url(client))
-			if err == nil {
-				mu.Lock()
-				lockers = append(lockers, l.(*etcdlock.Locker))
-				mu.Unlock()
-			}
-			return l, err
+			return opened.open(ctx, url(client))
 		},
-		URL:         url,
-		Servers:     servers,
-		Minority:    []int{ld},
-		Majority:    []int{ld, (ld + 1) % len(c.Nodes)},
-		Links:       func(client string) conformance.Link { return links.links(client) },
-		ServerLinks: links.perServer,
-		// An operator revokes the holder's etcd lease (etcdctl lease revoke).
-		Revoke: func(ctx context.Context, key string) error {
-			rs, err := entries(ctx, key)
-			if err != nil {
-				return err
-			}
-			if len(rs[0].Kvs) == 0 {
-				return fmt.Errorf("no holder of %s", key)
-			}
-			_, err = admin.Revoke(ctx, clientv3.LeaseID(rs[0].Kvs[0].Lease))
-			return err
-		},
-		Holders: func(ctx context.Context, key string) (int, error) {
-			resp, err := admin.Get(ctx, key+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-			if err != nil {
-				return 0, err
-			}
-			return int(resp.Count), nil
-		},
-		GuardedWrite: func(ctx context.Context, ls distlock.Lease, value string) error {
-			mu.Lock()
-			ours := append([]*etcdlock.Locker(nil), lockers...)
-			mu.Unlock()
-			for _, l := range ours {
-				if _, err := l.HeldCmp(ls); err != nil {
-					continue
-				}
-				_, err := l.TxnIfHeld(ctx, ls, clientv3.OpPut(guardedKey(ls.Key()), value))
-				return err
-			}
-			return fmt.Errorf("lease of %s not held through any open Locker: %w", ls.Key(), distlock.ErrLeaseLost)
-		},
-		GuardedRead: func(ctx context.Context, key string) (string, error) {
-			resp, err := admin.Get(ctx, guardedKey(key))
-			if err != nil || len(resp.Kvs) == 0 {
-				return "", err
-			}
-			return string(resp.Kvs[0].Value), nil
-		},
-		Leader: c.Leader,
+		URL:          url,
+		Servers:      servers,
+		Minority:     []int{ld},
+		Majority:     []int{ld, (ld + 1) % len(c.Nodes)},
+		Links:        func(client string) conformance.Link { return links.links(client) },
+		ServerLinks:  links.perServer,
+		Revoke:       admin.revoke,
+		Holders:      admin.holders,
+		GuardedWrite: opened.guardedWrite,
+		GuardedRead:  admin.guardedRead,
+		Leader:       c.Leader,
 		// A member is cut off from the others at the packet level; its
 		// clients' links stay up.
 		Isolate: func(ctx context.Context, i int) error { return partition(ctx, bare, i, (*testbed.Node).CutPeer) },
 		Rejoin:  func(ctx context.Context, i int) error { return partition(ctx, bare, i, (*testbed.Node).HealPeer) },
 	}
+}
+
+// etcdLockers keeps every Locker the harness opened, for the guarded
+// writes of their leases.
+type etcdLockers struct {
+	mu      sync.Mutex
+	lockers []*etcdlock.Locker
+}
+
+// open opens a Locker by URL and keeps it.
+func (o *etcdLockers) open(ctx context.Context, url string) (distlock.Locker, error) {
+	l, err := distlock.Open(ctx, url)
+	if err == nil {
+		o.mu.Lock()
+		o.lockers = append(o.lockers, l.(*etcdlock.Locker))
+		o.mu.Unlock()
+	}
+	return l, err
+}
+
+// guardedWrite puts value at guardedKey(ls.Key()) in a transaction that
+// applies only while ls is held, through the Locker that holds ls.
+func (o *etcdLockers) guardedWrite(ctx context.Context, ls distlock.Lease, value string) error {
+	o.mu.Lock()
+	ours := append([]*etcdlock.Locker(nil), o.lockers...)
+	o.mu.Unlock()
+	for _, l := range ours {
+		if _, err := l.HeldCmp(ls); err != nil {
+			continue
+		}
+		_, err := l.TxnIfHeld(ctx, ls, clientv3.OpPut(guardedKey(ls.Key()), value))
+		return err
+	}
+	return fmt.Errorf("lease of %s not held through any open Locker: %w", ls.Key(), distlock.ErrLeaseLost)
+}
+
+// etcdAdmin is the operator's client of the E3 harness.
+type etcdAdmin struct{ cli *clientv3.Client }
+
+// revoke revokes the etcd lease of key's holder, as an operator would
+// (etcdctl lease revoke).
+func (a etcdAdmin) revoke(ctx context.Context, key string) error {
+	resp, err := a.cli.Get(ctx, key+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) == 0 {
+		return fmt.Errorf("no holder of %s", key)
+	}
+	_, err = a.cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	return err
+}
+
+// holders counts the entries under key (holder and waiters).
+func (a etcdAdmin) holders(ctx context.Context, key string) (int, error) {
+	resp, err := a.cli.Get(ctx, key+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return int(resp.Count), nil
+}
+
+// guardedRead returns the value last applied at guardedKey(key).
+func (a etcdAdmin) guardedRead(ctx context.Context, key string) (string, error) {
+	resp, err := a.cli.Get(ctx, guardedKey(key))
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", err
+	}
+	return string(resp.Kvs[0].Value), nil
 }

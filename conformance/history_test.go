@@ -63,6 +63,9 @@ func wantFail(t *testing.T, name string, r CheckResult, key, dir string) {
 	t.Logf("%s: %v", name, r)
 }
 
+// TestHistoryRecorder: History records from many goroutines at once, Ops
+// returns a copy, Summary counts ops and keys, and both checks accept an
+// empty history.
 func TestHistoryRecorder(t *testing.T) {
 	var h History
 	var wg sync.WaitGroup
@@ -93,6 +96,8 @@ func TestHistoryRecorder(t *testing.T) {
 	wantOK(t, "empty fence", CheckFence(nil, 0, ""))
 }
 
+// TestCheckMutexLegal: the mutex model accepts legal histories: hand-offs,
+// waits, failed and unknown acquires, lost leases.
 func TestCheckMutexLegal(t *testing.T) {
 	cases := map[string][]Op{
 		"sequential hand-offs": {
@@ -141,6 +146,11 @@ func TestCheckMutexLegal(t *testing.T) {
 	}
 }
 
+// TestCheckMutexIllegal: the mutex model rejects histories with an
+// overlap (an acquire returning before the holder's release, a lost
+// notification after the next grant, a client acquiring twice), naming
+// the key and writing an HTML visualization; a lost event at the instant
+// the next acquire returns is legal.
 func TestCheckMutexIllegal(t *testing.T) {
 	cases := map[string][]Op{
 		"acquire returns before holder's release call": {
@@ -169,7 +179,8 @@ func TestCheckMutexIllegal(t *testing.T) {
 	wantOK(t, "lost at return", CheckMutex([]Op{hAcq(1, "k", 0, 10, 1), hAcq(2, "k", 20, 30, 2), hLost(1, "k", 30)}, 0, ""))
 }
 
-// ME breaks while fences still increase: the suite reports them separately.
+// TestCheckMutexFailsWhileFenceHolds: where ME breaks while fences still
+// increase, the mutex check fails and the fence check passes.
 func TestCheckMutexFailsWhileFenceHolds(t *testing.T) {
 	ops := []Op{
 		hAcq(1, "x", 0, 10, 7), hAcq(2, "x", 20, 30, 8), hRel(2, "x", 40, 50), hRel(1, "x", 60, 70),
@@ -184,6 +195,10 @@ func TestCheckMutexFailsWhileFenceHolds(t *testing.T) {
 	wantOK(t, "fence", CheckFence(ops, 0, dir))
 }
 
+// TestCheckFence: the fenced-mutex model accepts concurrent acquires with
+// fences in either order and unknown outcomes, and rejects a lower or
+// equal fence after a grant and fence 0; such a history still passes the
+// mutex check.
 func TestCheckFence(t *testing.T) {
 	legal := map[string][]Op{
 		"concurrent acquires, fences in the other order": {
@@ -286,6 +301,9 @@ func genHistory(seed int64, keys, clients, handoffs, breakAt int, swapFence bool
 	return ops
 }
 
+// TestCheckHistoryManyKeys: both checks accept a generated correct
+// history of about 10k operations over 100 keys and one of a single hot
+// key, and a check cut short by its timeout is inconclusive.
 func TestCheckHistoryManyKeys(t *testing.T) {
 	ops := genHistory(1, 100, 8, 25, -1, false) // 100 keys x 25 hand-offs x ~4 ops = ~10k ops
 	if len(ops) < 9000 {
@@ -314,8 +332,9 @@ func TestCheckHistoryManyKeys(t *testing.T) {
 	}
 }
 
-// Mutation test: the same generator with one injected fault must fail the
-// matching check only, among 10k ops.
+// TestCheckHistoryInjectedFaults: the same generated history with one
+// injected fault among 10k operations fails the matching check only (an
+// overlap the mutex check, two swapped fences the fence check).
 func TestCheckHistoryInjectedFaults(t *testing.T) {
 	dir := t.TempDir()
 	overlap := genHistory(3, 100, 8, 25, 12, false)

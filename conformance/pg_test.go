@@ -38,16 +38,7 @@ func pgHarness(t *testing.T) conformance.Harness {
 	if err := pg.Exec(context.Background(), guard.CreateTableSQL("text")); err != nil {
 		t.Fatal(err)
 	}
-	// admin runs f on a new direct connection (the server may have been
-	// restarted since the last call).
-	admin := func(ctx context.Context, f func(*pgx.Conn) error) error {
-		c, err := pg.Admin(ctx)
-		if err != nil {
-			return err
-		}
-		defer c.Close(context.WithoutCancel(ctx))
-		return f(c)
-	}
+	admin := pgAdmin{pg: pg, guard: guard}
 	return conformance.Harness{
 		Name: "PG",
 		Spec: "PG",
@@ -55,58 +46,85 @@ func pgHarness(t *testing.T) conformance.Harness {
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			return distlock.Open(ctx, url(client))
 		},
-		URL:      url,
-		Servers:  []conformance.Server{pg},
-		Majority: []int{0},
-		Links:    func(client string) conformance.Link { return links.links(client) },
-		// An operator ends the holder's session.
-		Revoke: func(ctx context.Context, key string) error {
-			return admin(ctx, func(c *pgx.Conn) error {
-				var n int
-				q := "SELECT count(pg_terminate_backend(pid)) FROM (" + pgadvisory.LocksSQL + ") l WHERE granted"
-				if err := c.QueryRow(ctx, q, pgadvisory.KeyID(pgadvisory.DefaultNamespace, key)).Scan(&n); err != nil {
-					return err
-				}
-				if n == 0 {
-					return fmt.Errorf("no session holds %q", key)
-				}
-				return nil
-			})
-		},
-		// Transactions committed: each lock, unlock or heartbeat
-		// statement is one (the server's statistics lag by up to a
-		// second).
-		Commands: func(ctx context.Context) (int64, error) {
-			var n int64
-			err := admin(ctx, func(c *pgx.Conn) error {
-				return c.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
-			})
-			return n, err
-		},
-		// S32: a fenced SQL write (fencing.SQLGuard) on a table of the
-		// same server.
-		GuardedWrite: func(ctx context.Context, ls distlock.Lease, value string) error {
-			return admin(ctx, func(c *pgx.Conn) error {
-				return guard.Write(ctx, pgadvisory.GuardDB(c), ls.Key(), ls.Fence(), value)
-			})
-		},
-		GuardedRead: func(ctx context.Context, key string) (string, error) {
-			var v string
-			err := admin(ctx, func(c *pgx.Conn) error {
-				_, err := guard.Read(ctx, pgadvisory.GuardDB(c), key, &v)
-				if errors.Is(err, fencing.ErrNoRow) {
-					return nil
-				}
-				return err
-			})
-			return v, err
-		},
+		URL:          url,
+		Servers:      []conformance.Server{pg},
+		Majority:     []int{0},
+		Links:        func(client string) conformance.Link { return links.links(client) },
+		Revoke:       admin.revoke,
+		Commands:     admin.commands,
+		GuardedWrite: admin.guardedWrite,
+		GuardedRead:  admin.guardedRead,
 		// S28: session mode (the default) through PgBouncer.
 		PoolerURL: func(client string) string { return bouncer.URL(client) + "&connect_timeout=2" },
 		UnpinnedLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
 			return newUnpinned(ctx, url(client))
 		},
 	}
+}
+
+// pgAdmin is the operator's access to the PG harness's server.
+type pgAdmin struct {
+	pg    *testbed.PostgresNode
+	guard fencing.SQLGuard // S32's fenced table
+}
+
+// do runs f on a new direct connection (the server may have been
+// restarted since the last call).
+func (a pgAdmin) do(ctx context.Context, f func(*pgx.Conn) error) error {
+	c, err := a.pg.Admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	return f(c)
+}
+
+// revoke ends the session holding key, as an operator would
+// (pg_terminate_backend).
+func (a pgAdmin) revoke(ctx context.Context, key string) error {
+	return a.do(ctx, func(c *pgx.Conn) error {
+		var n int
+		q := "SELECT count(pg_terminate_backend(pid)) FROM (" + pgadvisory.LocksSQL + ") l WHERE granted"
+		if err := c.QueryRow(ctx, q, pgadvisory.KeyID(pgadvisory.DefaultNamespace, key)).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no session holds %q", key)
+		}
+		return nil
+	})
+}
+
+// commands counts the transactions committed or rolled back: each lock,
+// unlock or heartbeat statement is one (the server's statistics lag by up
+// to a second).
+func (a pgAdmin) commands(ctx context.Context) (int64, error) {
+	var n int64
+	err := a.do(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+	})
+	return n, err
+}
+
+// guardedWrite is S32's guarded write: a fenced SQL write
+// (fencing.SQLGuard) on a table of the same server.
+func (a pgAdmin) guardedWrite(ctx context.Context, ls distlock.Lease, value string) error {
+	return a.do(ctx, func(c *pgx.Conn) error {
+		return a.guard.Write(ctx, pgadvisory.GuardDB(c), ls.Key(), ls.Fence(), value)
+	})
+}
+
+// guardedRead returns the value last written for key ("" if none).
+func (a pgAdmin) guardedRead(ctx context.Context, key string) (string, error) {
+	var v string
+	err := a.do(ctx, func(c *pgx.Conn) error {
+		_, err := a.guard.Read(ctx, pgadvisory.GuardDB(c), key, &v)
+		if errors.Is(err, fencing.ErrNoRow) {
+			return nil
+		}
+		return err
+	})
+	return v, err
 }
 
 // unpinned is the mistake S29 demonstrates: advisory locks taken and

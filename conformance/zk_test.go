@@ -66,23 +66,15 @@ func zkHarness(t *testing.T) (conformance.Harness, *zk.Conn) {
 		}
 	})
 
-	var mu sync.Mutex
-	var lockers []*zklock.Locker // every Locker the suite opened, for the guard
 	roles := newZKRoles(ens)
 	servers := roles.servers()
-	guarded := func(key string) string { return "/distlock-guarded/" + path.Base(admin.Path(key)) }
+	zadm := &zkAdmin{admin: admin, conn: conn}
 	return conformance.Harness{
 		Name: "Z3",
 		Spec: "Z3",
 		TTL:  2 * time.Second,
 		NewLocker: func(ctx context.Context, client string) (distlock.Locker, error) {
-			l, err := distlock.Open(ctx, url(client))
-			if err == nil {
-				mu.Lock()
-				lockers = append(lockers, l.(*zklock.Locker))
-				mu.Unlock()
-			}
-			return l, err
+			return zadm.open(ctx, url(client))
 		},
 		URL:      url,
 		Servers:  servers,
@@ -92,57 +84,92 @@ func zkHarness(t *testing.T) (conformance.Harness, *zk.Conn) {
 		ServerLinks: func(client string) []conformance.Link {
 			return roles.serverLinks(context.Background(), links.perServer(client))
 		},
-		Leader:  roles.leaderRole,
-		Isolate: func(ctx context.Context, i int) error { return roles.roles[i].isolate(ctx) },
-		Rejoin:  func(ctx context.Context, i int) error { return roles.roles[i].rejoin(ctx) },
-		// An operator deletes the holder's node (the lowest sequence).
-		Revoke: func(ctx context.Context, key string) error {
-			p := admin.Path(key)
-			children, _, err := conn.Children(p)
-			if err != nil {
-				return err
-			}
-			first := ""
-			for _, c := range children {
-				if first == "" || c[len(c)-10:] < first[len(first)-10:] {
-					first = c
-				}
-			}
-			if first == "" {
-				return fmt.Errorf("no lock node under %s", p)
-			}
-			return conn.Delete(p+"/"+first, -1)
-		},
-		// A ZooKeeper multi: check the holder's node, set the value.
-		GuardedWrite: func(ctx context.Context, ls distlock.Lease, value string) error {
-			p := guarded(ls.Key())
-			for _, q := range []string{path.Dir(p), p} {
-				if _, err := conn.Create(q, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					return err
-				}
-			}
-			mu.Lock()
-			ls2 := append([]*zklock.Locker(nil), lockers...)
-			mu.Unlock()
-			for _, l := range ls2 {
-				_, err := l.MultiIfHeld(ctx, ls, &zk.SetDataRequest{Path: p, Data: []byte(value), Version: -1})
-				if !errors.Is(err, distlock.ErrInvalidArgument) {
-					return err
-				}
-			}
-			return errors.New("no Locker of the suite granted this lease")
-		},
-		GuardedRead: func(ctx context.Context, key string) (string, error) {
-			v, _, err := conn.Get(guarded(key))
-			if errors.Is(err, zk.ErrNoNode) {
-				return "", nil
-			}
-			return string(v), err
-		},
+		Leader:       roles.leaderRole,
+		Isolate:      func(ctx context.Context, i int) error { return roles.roles[i].isolate(ctx) },
+		Rejoin:       func(ctx context.Context, i int) error { return roles.roles[i].rejoin(ctx) },
+		Revoke:       zadm.revoke,
+		GuardedWrite: zadm.guardedWrite,
+		GuardedRead:  zadm.guardedRead,
 		ClockJump: func(ctx context.Context, i int, d time.Duration) error {
 			return servers[i].(*zkRole).clockJump(ctx, d)
 		},
 	}, conn
+}
+
+// zkAdmin is the operator's access to the Z3 harness's ensemble, and the
+// Lockers the suite opened, for the guarded writes of their leases.
+type zkAdmin struct {
+	admin *zklock.Locker // for key paths only
+	conn  *zk.Conn
+
+	mu      sync.Mutex
+	lockers []*zklock.Locker
+}
+
+// open opens a Locker by URL and keeps it.
+func (a *zkAdmin) open(ctx context.Context, url string) (distlock.Locker, error) {
+	l, err := distlock.Open(ctx, url)
+	if err == nil {
+		a.mu.Lock()
+		a.lockers = append(a.lockers, l.(*zklock.Locker))
+		a.mu.Unlock()
+	}
+	return l, err
+}
+
+// guarded is the node of key's guarded value (S32).
+func (a *zkAdmin) guarded(key string) string {
+	return "/distlock-guarded/" + path.Base(a.admin.Path(key))
+}
+
+// revoke deletes the holder's node (the lowest sequence), as an operator
+// would.
+func (a *zkAdmin) revoke(ctx context.Context, key string) error {
+	p := a.admin.Path(key)
+	children, _, err := a.conn.Children(p)
+	if err != nil {
+		return err
+	}
+	first := ""
+	for _, c := range children {
+		if first == "" || c[len(c)-10:] < first[len(first)-10:] {
+			first = c
+		}
+	}
+	if first == "" {
+		return fmt.Errorf("no lock node under %s", p)
+	}
+	return a.conn.Delete(p+"/"+first, -1)
+}
+
+// guardedWrite sets key's guarded value in a ZooKeeper multi that checks
+// the holder's node, through the Locker that granted ls.
+func (a *zkAdmin) guardedWrite(ctx context.Context, ls distlock.Lease, value string) error {
+	p := a.guarded(ls.Key())
+	for _, q := range []string{path.Dir(p), p} {
+		if _, err := a.conn.Create(q, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	a.mu.Lock()
+	ours := append([]*zklock.Locker(nil), a.lockers...)
+	a.mu.Unlock()
+	for _, l := range ours {
+		_, err := l.MultiIfHeld(ctx, ls, &zk.SetDataRequest{Path: p, Data: []byte(value), Version: -1})
+		if !errors.Is(err, distlock.ErrInvalidArgument) {
+			return err
+		}
+	}
+	return errors.New("no Locker of the suite granted this lease")
+}
+
+// guardedRead returns key's guarded value ("" if none was written).
+func (a *zkAdmin) guardedRead(ctx context.Context, key string) (string, error) {
+	v, _, err := a.conn.Get(a.guarded(key))
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	return string(v), err
 }
 
 type zkQuiet struct{}
