@@ -73,31 +73,40 @@ func etcdHarness(t *testing.T) conformance.Harness {
 	}
 }
 
-// etcdLockers keeps every Locker the harness opened, for the guarded
-// writes of their leases.
-type etcdLockers struct {
+// openedLockers keeps every Locker of type L a harness opened by URL, for
+// the guarded writes of their leases (E3, Z3).
+type openedLockers[L distlock.Locker] struct {
 	mu      sync.Mutex
-	lockers []*etcdlock.Locker
+	lockers []L
 }
 
 // open opens a Locker by URL and keeps it.
-func (o *etcdLockers) open(ctx context.Context, url string) (distlock.Locker, error) {
+func (o *openedLockers[L]) open(ctx context.Context, url string) (distlock.Locker, error) {
 	l, err := distlock.Open(ctx, url)
 	if err == nil {
 		o.mu.Lock()
-		o.lockers = append(o.lockers, l.(*etcdlock.Locker))
+		o.lockers = append(o.lockers, l.(L))
 		o.mu.Unlock()
 	}
 	return l, err
 }
 
+// all returns the Lockers opened so far.
+func (o *openedLockers[L]) all() []L {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]L(nil), o.lockers...)
+}
+
+// etcdLockers are the E3 harness's Lockers.
+type etcdLockers struct {
+	openedLockers[*etcdlock.Locker]
+}
+
 // guardedWrite puts value at guardedKey(ls.Key()) in a transaction that
 // applies only while ls is held, through the Locker that holds ls.
 func (o *etcdLockers) guardedWrite(ctx context.Context, ls distlock.Lease, value string) error {
-	o.mu.Lock()
-	ours := append([]*etcdlock.Locker(nil), o.lockers...)
-	o.mu.Unlock()
-	for _, l := range ours {
+	for _, l := range o.all() {
 		if _, err := l.HeldCmp(ls); err != nil {
 			continue
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -99,22 +98,9 @@ func zkHarness(t *testing.T) (conformance.Harness, *zk.Conn) {
 // zkAdmin is the operator's access to the Z3 harness's ensemble, and the
 // Lockers the suite opened, for the guarded writes of their leases.
 type zkAdmin struct {
+	openedLockers[*zklock.Locker]
 	admin *zklock.Locker // for key paths only
 	conn  *zk.Conn
-
-	mu      sync.Mutex
-	lockers []*zklock.Locker
-}
-
-// open opens a Locker by URL and keeps it.
-func (a *zkAdmin) open(ctx context.Context, url string) (distlock.Locker, error) {
-	l, err := distlock.Open(ctx, url)
-	if err == nil {
-		a.mu.Lock()
-		a.lockers = append(a.lockers, l.(*zklock.Locker))
-		a.mu.Unlock()
-	}
-	return l, err
 }
 
 // guarded is the node of key's guarded value (S32).
@@ -151,10 +137,7 @@ func (a *zkAdmin) guardedWrite(ctx context.Context, ls distlock.Lease, value str
 			return err
 		}
 	}
-	a.mu.Lock()
-	ours := append([]*zklock.Locker(nil), a.lockers...)
-	a.mu.Unlock()
-	for _, l := range ours {
+	for _, l := range a.all() {
 		_, err := l.MultiIfHeld(ctx, ls, &zk.SetDataRequest{Path: p, Data: []byte(value), Version: -1})
 		if !errors.Is(err, distlock.ErrInvalidArgument) {
 			return err
