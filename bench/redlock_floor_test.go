@@ -10,19 +10,22 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/resp"
 )
 
 // delScript is the compare-and-delete every Redlock client releases with
 // (redsync's, without our queue and fence keys).
 const delScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`
 
-// rlFloor is PERFORMANCE.md's Redlock floor: one goroutine over plain
-// sockets writes a request to every node, then reads every reply (the
-// spec's multiplexed fan-out), with no library, no validity, no fence, no
-// timeouts and no error handling beyond failing the benchmark. It bounds
-// how fast any Redlock client can acquire and release on these servers
-// and this machine, so that ours/floor shows what our library adds and
-// floor/redsync shows how far below redsync a client can get here.
+// rlFloor is the Redlock protocol floor of benchmarks B1 and B6 (see
+// docs/benchmarks.md): one goroutine over plain sockets writes a request
+// to every node, then reads every reply (the multiplexed fan-out of the
+// Redlock algorithm), with no library, no validity, no fence, no timeouts
+// and no error handling beyond failing the benchmark. It bounds how fast
+// any Redlock client can acquire and release on the servers it runs
+// against, so that ours/floor shows what our library adds and
+// floor/redsync how far below redsync a client can get.
 type rlFloor struct {
 	conns []net.Conn
 	rs    []*bufio.Reader
@@ -58,24 +61,22 @@ func newRLFloor(b testing.TB, addrs []string) *rlFloor {
 
 // round writes args to every node, flushing each (one write per node, as
 // a client must: the nodes are independent connections), then reads one
-// reply line from each, and returns how many replies equal want.
-func (f *rlFloor) round(b testing.TB, want string, args ...string) int {
+// reply from each, and returns how many replies equal want (a string for
+// a simple string, an int64 for an integer: see resp.ReadReply).
+func (f *rlFloor) round(b testing.TB, want any, args ...string) int {
 	for _, w := range f.ws {
-		fmt.Fprintf(w, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(w, "$%d\r\n%s\r\n", len(a), a)
-		}
+		resp.WriteCommand(w, args...)
 		if err := w.Flush(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	got := 0
 	for _, r := range f.rs {
-		line, err := r.ReadString('\n')
+		v, err := resp.ReadReply(r)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if line == want {
+		if v == want {
 			got++
 		}
 	}
@@ -87,10 +88,10 @@ func (f *rlFloor) round(b testing.TB, want string, args ...string) int {
 func (f *rlFloor) pair(b testing.TB, key string, ttl time.Duration) error {
 	f.token++
 	tok := "floor-" + strconv.Itoa(f.token)
-	if got := f.round(b, "+OK\r\n", "SET", key, tok, "NX", "PX", strconv.FormatInt(ttl.Milliseconds(), 10)); got <= len(f.conns)/2 {
+	if got := f.round(b, "OK", "SET", key, tok, "NX", "PX", strconv.FormatInt(ttl.Milliseconds(), 10)); got <= len(f.conns)/2 {
 		return fmt.Errorf("floor: %d of %d nodes granted %s", got, len(f.conns), key)
 	}
-	if got := f.round(b, ":1\r\n", "EVALSHA", f.sha, "1", key, tok); got <= len(f.conns)/2 {
+	if got := f.round(b, int64(1), "EVALSHA", f.sha, "1", key, tok); got <= len(f.conns)/2 {
 		return fmt.Errorf("floor: %d of %d nodes released %s", got, len(f.conns), key)
 	}
 	return nil

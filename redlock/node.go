@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/resp"
 )
 
 // maxIdle is how many idle connections a node keeps. An operation uses a
@@ -333,7 +334,7 @@ func (l *Locker) receive(ctx context.Context, i int, c *conn, m int, r *result, 
 			l.nodes[i].discard(c)
 			return
 		}
-		if se, ok := v.(serverError); ok {
+		if se, ok := v.(resp.Error); ok {
 			if r.err == nil {
 				r.err = se
 			}
@@ -394,7 +395,7 @@ func (l *Locker) lateCleanup(wait time.Duration, cmd func(i int) []string, faile
 			failed(i)
 		}
 		if err != nil {
-			var se serverError
+			var se resp.Error
 			if !errors.As(err, &se) {
 				nd.discard(c)
 				return

@@ -9,8 +9,8 @@ import (
 // A blocked Acquire queues an entry, "channel|id", in the key's wait queue
 // on every node (lua/acquire.lua); a release pops the first entry whose
 // channel has a subscriber and tells that Locker ("wake" in
-// lua/parts.lua). An entry must not outlive its waiter's wait: popped for a waiter that gave up or won,
-// it would absorb the wake-up meant for the next waiter, who would sleep
+// lua/parts.lua). An entry must not outlive its waiter's wait: popped
+// for a waiter that gave up or won, it would absorb the wake-up meant for the next waiter, who would sleep
 // until its poll. So a waiter leaves the queues whenever it may have
 // queued (leave), and a wake-up that reaches a Locker for a waiter no
 // longer waiting, because the release ran before the leaving landed, is

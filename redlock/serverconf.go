@@ -10,6 +10,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/redisconf"
+	"github.com/distlock/distlock/internal/resp"
 )
 
 // rejudgeAfter is how long a node that could not be reached when its
@@ -84,7 +85,7 @@ func (n *node) judge(ctx context.Context, deadline time.Time) (safe bool, err er
 		n.discard(c)
 		return false, ctx.Err()
 	}
-	var se serverError
+	var se resp.Error
 	switch {
 	case errors.As(err, &se) && configRefused(se):
 		n.put(c)
@@ -112,7 +113,7 @@ func (n *node) judge(ctx context.Context, deadline time.Time) (safe bool, err er
 // command is renamed, disabled or not allowed to this user (the node
 // cannot be judged), rather than that the node cannot answer now (BUSY,
 // LOADING, MASTERDOWN...).
-func configRefused(se serverError) bool {
+func configRefused(se resp.Error) bool {
 	msg := string(se)
 	return strings.HasPrefix(msg, "NOPERM") ||
 		strings.HasPrefix(msg, "ERR unknown command") ||

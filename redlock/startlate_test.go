@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/distlock/distlock/internal/resp"
 )
 
 // TestLateCleanupSurvivesCtxEndingAsFanoutReturns: node 0 does not answer
@@ -113,7 +115,7 @@ func answerLateRequest(srv net.Conn, br *bufio.Reader, request, cleanup []string
 // deadline) and reports an error unless it is want.
 func expectCommand(srv net.Conn, br *bufio.Reader, want []string) error {
 	_ = srv.SetReadDeadline(time.Now().Add(5 * time.Second))
-	v, err := readReply(br)
+	v, err := resp.ReadReply(br)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/distlock/distlock/internal/resp"
 	"github.com/distlock/distlock/internal/retry"
 )
 
@@ -68,7 +69,7 @@ func (l *Locker) listen(i int, c *conn) bool {
 	}
 	l.subUp[i].Store(true)
 	for {
-		v, err := readReply(c.br)
+		v, err := resp.ReadReply(c.br)
 		if err != nil {
 			return true
 		}

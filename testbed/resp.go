@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/distlock/distlock/internal/resp"
 )
 
 // respTimeout bounds one raw command when ctx has no deadline.
@@ -19,7 +20,7 @@ const respTimeout = 5 * time.Second
 // dial and returns its reply, for the testbed's own probes and statistics:
 // it is exactly one command, unlike a client library whose connection
 // handshake sends more. It understands simple strings, errors, integers
-// and bulk strings.
+// and bulk strings (see respConn.read).
 func respDo(ctx context.Context, dial func(context.Context) (net.Conn, error), args ...string) (string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -52,44 +53,31 @@ func (c *respConn) do(ctx context.Context, args ...string) (string, error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c.conn, b.String()); err != nil {
+	if _, err := c.conn.Write(resp.AppendCommand(nil, args...)); err != nil {
 		return "", err
 	}
 	return c.read()
 }
 
-// read reads one reply, by the deadline already set.
+// read reads one reply, by the deadline already set: a simple string,
+// an integer (in decimal) or a bulk string. An error reply, a nil and an
+// array are errors.
 func (c *respConn) read() (string, error) {
-	line, err := c.r.ReadString('\n')
+	v, err := resp.ReadReply(c.r)
 	if err != nil {
 		return "", err
 	}
-	line = strings.TrimSuffix(line, "\r\n")
-	if line == "" {
-		return "", errors.New("resp: empty reply")
-	}
-	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
-		return "", errors.New("redis: " + line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", fmt.Errorf("resp: bad bulk length %q", line)
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case resp.Error:
+		return "", errors.New("redis: " + string(v))
+	case nil:
+		return "", errors.New("resp: nil reply")
 	default:
-		return "", fmt.Errorf("resp: unsupported reply %q", line)
+		return "", fmt.Errorf("resp: unsupported reply %#v", v)
 	}
 }
 

@@ -4,23 +4,16 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"strconv"
 	"time"
+
+	"github.com/distlock/distlock/internal/resp"
 )
 
-// The Locker speaks RESP2 itself, over one net.Conn per request in flight,
-// so that an operation can write its request to every node before it reads
-// any reply (see fanout). Only what the scripts and pub/sub need is
-// implemented: arrays of bulk strings out; simple strings, errors,
-// integers, bulk strings and arrays in.
-
-// serverError is an error reply ("-ERR ...", "-NOSCRIPT ...").
-type serverError string
-
-func (e serverError) Error() string { return string(e) }
+// The Locker speaks RESP2 itself (internal/resp), over one net.Conn per
+// request in flight, so that an operation can write its request to every
+// node before it reads any reply (see fanout).
 
 // conn is one connection to a node.
 type conn struct {
@@ -42,19 +35,7 @@ func newConn(nc net.Conn) *conn {
 }
 
 // write buffers one command; flush sends it.
-func (c *conn) write(args ...string) {
-	var num [20]byte
-	c.bw.WriteByte('*')
-	c.bw.Write(strconv.AppendInt(num[:0], int64(len(args)), 10))
-	c.bw.WriteString("\r\n")
-	for _, a := range args {
-		c.bw.WriteByte('$')
-		c.bw.Write(strconv.AppendInt(num[:0], int64(len(a)), 10))
-		c.bw.WriteString("\r\n")
-		c.bw.WriteString(a)
-		c.bw.WriteString("\r\n")
-	}
-}
+func (c *conn) write(args ...string) { resp.WriteCommand(c.bw, args...) }
 
 // errSetup is an error reply to a set-up command.
 var errSetup = errors.New("connection set-up")
@@ -75,18 +56,18 @@ var errPartial = errors.New("reply cut off")
 // connection stays usable (with the unread replies counted in setup and
 // pending); after a partial reply it matches errPartial too. An error
 // reply to a set-up command is returned as an error matching errSetup
-// (not a serverError): the connection cannot be used.
+// (not a resp.Error): the connection cannot be used.
 func (c *conn) next() (any, error) {
 	for c.setup > 0 {
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, err
 		}
-		v, err := readReply(c.br)
+		v, err := resp.ReadReply(c.br)
 		if err != nil {
 			return nil, errors.Join(errPartial, err)
 		}
 		c.setup--
-		if se, ok := v.(serverError); ok {
+		if se, ok := v.(resp.Error); ok {
 			return nil, fmt.Errorf("%w: %s", errSetup, string(se))
 		}
 	}
@@ -94,7 +75,7 @@ func (c *conn) next() (any, error) {
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, err
 		}
-		if _, err := readReply(c.br); err != nil {
+		if _, err := resp.ReadReply(c.br); err != nil {
 			return nil, errors.Join(errPartial, err)
 		}
 		c.pending--
@@ -102,7 +83,7 @@ func (c *conn) next() (any, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, err
 	}
-	v, err := readReply(c.br)
+	v, err := resp.ReadReply(c.br)
 	if err != nil {
 		return nil, errors.Join(errPartial, err)
 	}
@@ -113,56 +94,6 @@ func (c *conn) next() (any, error) {
 // any byte of the reply.
 func clean(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, errPartial)
-}
-
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return nil, fmt.Errorf("redlock: malformed reply line %q", line)
-	}
-	return line[:len(line)-2], nil
-}
-
-// readReply reads one reply: int64, string, nil, serverError or []any.
-func readReply(br *bufio.Reader) (any, error) {
-	line, err := readLine(br)
-	if err != nil {
-		return nil, err
-	}
-	switch line[0] {
-	case '+':
-		return string(line[1:]), nil
-	case '-':
-		return serverError(line[1:]), nil
-	case ':':
-		return strconv.ParseInt(string(line[1:]), 10, 64)
-	case '$':
-		n, err := strconv.Atoi(string(line[1:]))
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return nil, err
-		}
-		return string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(string(line[1:]))
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		out := make([]any, n)
-		for i := range out {
-			if out[i], err = readReply(br); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("redlock: unexpected reply type %q", line[0])
 }
 
 // roundTrip sends cmds and reads one reply to each, all by deadline. A
@@ -184,7 +115,7 @@ func (c *conn) roundTrip(deadline time.Time, cmds ...[]string) ([]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if se, ok := v.(serverError); ok && first == nil {
+		if se, ok := v.(resp.Error); ok && first == nil {
 			first = se
 		}
 		out[i] = v
