@@ -29,7 +29,8 @@ const (
 	Measured Verdict = "measured"
 	// NotApplicable: the backend or harness lacks what the scenario needs.
 	NotApplicable Verdict = "n/a"
-	// NotRun: the suite does not implement the scenario yet.
+	// NotRun: the suite cannot run the scenario in its environment (the
+	// Reason says why).
 	NotRun Verdict = "not run"
 )
 
@@ -45,7 +46,7 @@ type Result struct {
 	Scenario string
 	Title    string
 	Property string
-	Spec     string `json:",omitempty"` // a note where the expectation differs from the catalogue's OK cell
+	Spec     string `json:",omitempty"` // a note where the expectation differs from the specification table's OK cell
 	Expected string // "holds", "breaks", "measure", "n/a" or "not run"
 	Observed string // "held", "broke", "inconclusive", "measured" or "-"
 	Verdict  Verdict
