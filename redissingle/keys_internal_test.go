@@ -10,6 +10,8 @@ import (
 	"github.com/distlock/distlock"
 )
 
+// TestSlot checks slot and crc16 against Redis Cluster's values (CLUSTER
+// KEYSLOT, the CRC-16/XMODEM check value) and its hash tag rules.
 func TestSlot(t *testing.T) {
 	for key, want := range map[string]int{
 		"foo":           12182, // CLUSTER KEYSLOT foo
@@ -28,6 +30,8 @@ func TestSlot(t *testing.T) {
 	}
 }
 
+// TestSlotTags checks that every hash slot has a 3-character tag that
+// hashes to it, alone and inside a queue key.
 func TestSlotTags(t *testing.T) {
 	for s := range numSlots {
 		tag := slotTag(s)
@@ -37,6 +41,9 @@ func TestSlotTags(t *testing.T) {
 	}
 }
 
+// TestKeysShareSlot checks that a lock key, its wait queue and (in
+// Cluster) its fence counter share one hash slot, and the standalone
+// fence counter's name.
 func TestKeysShareSlot(t *testing.T) {
 	for _, cluster := range []bool{false, true} {
 		c := redis.NewClient(&redis.Options{})
@@ -61,6 +68,8 @@ func TestKeysShareSlot(t *testing.T) {
 	}
 }
 
+// TestPollWait checks how long a queued waiter relies on push alone for
+// each holder PTTL reply: until the holder expires, at most the limit.
 func TestPollWait(t *testing.T) {
 	const limit = 5 * 1e9
 	for pttl, want := range map[int64]int64{-2: 0, 0: 0, -1: limit, 100: 101e6, 1e7: limit} {
@@ -70,6 +79,8 @@ func TestPollWait(t *testing.T) {
 	}
 }
 
+// TestCheckKey checks which keys checkKey refuses (too long, or naming
+// "distlock:" with the prefix), with a one-line ErrInvalidArgument.
 func TestCheckKey(t *testing.T) {
 	for _, c := range []struct {
 		prefix, key string

@@ -11,6 +11,8 @@ import (
 	"github.com/distlock/distlock/redissingle"
 )
 
+// TestSchemesRegistered checks that importing the package registers the
+// redis and rediss schemes.
 func TestSchemesRegistered(t *testing.T) {
 	for _, s := range []string{"redis", "rediss"} {
 		if !slices.Contains(distlock.Schemes(), s) {
@@ -19,7 +21,9 @@ func TestSchemesRegistered(t *testing.T) {
 	}
 }
 
-// TestOpenRejects needs no server: Open does no I/O.
+// TestOpenRejects checks that malformed, out-of-range and unknown URL
+// parameters (ours and go-redis's) are refused with ErrInvalidArgument.
+// It needs no server: Open does no I/O.
 func TestOpenRejects(t *testing.T) {
 	ctx := context.Background()
 	for _, u := range []string{
@@ -42,6 +46,8 @@ func TestOpenRejects(t *testing.T) {
 	}
 }
 
+// TestOpen checks that a Locker opened by URL applies its parameters (TTL,
+// prefix), and that its Close closes the client it owns.
 func TestOpen(t *testing.T) {
 	s := startRedis(t)
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package redissingle_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,12 +11,49 @@ import (
 	"github.com/distlock/distlock/redissingle"
 )
 
-// TestHandoffToAbandonedWaiterPassesOn: W queues behind holder H and E
+// TestRelease checks that a release after expiry leaves the next owner's
+// key alone.
+func TestRelease(t *testing.T) {
+	s := startRedis(t)
+	t.Run("ReleaseAfterExpiryKeepsNextOwner", func(t *testing.T) { releaseAfterExpiry(t, s) })
+}
+
+// releaseAfterExpiry checks that a lease that expired reports
+// ErrLeaseLost on Release without touching the key another Locker took
+// meanwhile, which stays extendable by its owner.
+func releaseAfterExpiry(t *testing.T, s *server) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := s.locker(t, "a", nil), s.locker(t, "b", nil)
+	key := uniqueKey(t)
+	la := mustAcquire(t, a, key, distlock.WithTTL(200*time.Millisecond))
+	select {
+	case <-la.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("Done not closed after the TTL")
+	}
+	wantErr(t, la.Err(), distlock.ErrLeaseLost)
+	lb := mustAcquire(t, b, key)
+	if lb.Fence() <= la.Fence() {
+		t.Fatalf("fence %d after %d", lb.Fence(), la.Fence())
+	}
+	wantErr(t, la.Release(ctx), distlock.ErrLeaseLost)
+	if got := s.admin().Get(ctx, key).Val(); !strings.HasPrefix(got, lb.Token()) {
+		t.Fatalf("the old holder's release touched the new owner's key: value %q", got)
+	}
+	if err := lb.Extend(ctx, time.Minute); err != nil {
+		t.Fatalf("new owner's Extend: %v", err)
+	}
+	mustRelease(t, lb)
+}
+
+// TestHandoffToAbandonedWaiterPassesOn checks that a hand-off to a waiter
+// that gave up is passed on by its Locker. W queues behind holder H and E
 // behind W; W gives up while its link is blackholed, so its clean-up
 // fails and gives up once W's TTL has passed, leaving W's entry at the
 // head of the queue. H's release hands the key to W and notifies W's
-// Locker, which no longer knows the waiter: it must pass the key on, and
-// E must be woken by push, long before its 20 s poll.
+// Locker, which no longer knows the waiter: it passes the key on, and E
+// is woken by push, long before its 20 s poll.
 func TestHandoffToAbandonedWaiterPassesOn(t *testing.T) {
 	s := startRedis(t)
 	ctx := context.Background()

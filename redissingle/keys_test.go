@@ -15,22 +15,40 @@ import (
 // neither works nor is refused shows up as a call that runs into it.
 const hostileKeyWait = 5 * time.Second
 
-// TestHostileKeys: every key either works as an independent lock or is
-// refused with a one-line error matching ErrInvalidArgument; none may
-// break another key's acquisition or fence, on a Locker without a prefix
-// or with one. Keys that name the Lockers' own keys (the fence counters,
-// a wait queue, a pub/sub channel), of this prefix or another, must be
-// refused.
+// TestHostileKeys checks that every key either works as an independent
+// lock or is refused with a one-line error matching ErrInvalidArgument,
+// and that none breaks another key's acquisition or fence, on a Locker
+// without a prefix or with one. Keys that name the Lockers' own keys (the
+// fence counters, a wait queue, a pub/sub channel), of this prefix or
+// another, are refused.
 func TestHostileKeys(t *testing.T) {
 	s := startRedis(t)
-	ctx := context.Background()
 	plain := [2]*redissingle.Locker{s.locker(t, "a", nil), s.locker(t, "b", nil)}
 	appOpts := &redissingle.Options{Prefix: "app:"}
 	app := [2]*redissingle.Locker{s.locker(t, "app-a", appOpts), s.locker(t, "app-b", appOpts)}
+	queueKey, channel := internalNames(t, s, plain)
+	checkOthers := othersUnaffected(s, plain[0], app[0])
+	checkOthers(t)
+	for _, tc := range hostileKeys(queueKey, channel) {
+		t.Run(tc.name, func(t *testing.T) {
+			for prefix, ls := range map[string][2]*redissingle.Locker{"": plain, "app:": app} {
+				if refused := useHostileKey(t, s, prefix, ls, tc.key); refused != tc.refused {
+					t.Errorf("prefix %q: refused %v, want %v", prefix, refused, tc.refused)
+				}
+			}
+			checkOthers(t)
+		})
+	}
+}
 
-	// The exact names of the internal keys: a queued waiter on victim
-	// shows its queue key and its Locker's channel.
-	const victim = "victim"
+// victim is the key whose internal names TestHostileKeys uses as keys.
+const victim = "victim"
+
+// internalNames returns the exact names of victim's wait queue and of a
+// Locker's pub/sub channel on s, as a queued waiter shows them.
+func internalNames(t *testing.T, s *server, plain [2]*redissingle.Locker) (queueKey, channel string) {
+	t.Helper()
+	ctx := context.Background()
 	held := mustAcquire(t, plain[0], victim)
 	handed := make(chan distlock.Lease, 1)
 	go func() {
@@ -43,7 +61,7 @@ func TestHostileKeys(t *testing.T) {
 	eventually(t, hostileKeyWait, "victim waiter never queued", func() bool {
 		return len(s.keysMatching(t, "distlock:*:q:"+victim)) == 1
 	})
-	queueKey := s.keysMatching(t, "distlock:*:q:"+victim)[0]
+	queueKey = s.keysMatching(t, "distlock:*:q:"+victim)[0]
 	channels, err := s.admin().PubSubChannels(ctx, "distlock:w:*").Result()
 	if err != nil || len(channels) == 0 {
 		t.Fatalf("PUBSUB CHANNELS: %v %v", channels, err)
@@ -52,14 +70,18 @@ func TestHostileKeys(t *testing.T) {
 	if ls := <-handed; ls != nil {
 		mustRelease(t, ls)
 	}
-	tag := queueKey[len("distlock:") : len("distlock:")+5] // "{xyz}"
+	return queueKey, channels[0]
+}
 
-	// Another key's acquisitions, on both Lockers, and both fence
-	// counters, must be unaffected by whatever a hostile key did.
+// othersUnaffected returns a check that victim's acquisitions on both
+// Lockers, and both fence counters, are unaffected by whatever a hostile
+// key did: each call's fences are newer than the last call's.
+func othersUnaffected(s *server, plain, app *redissingle.Locker) func(t *testing.T) {
 	last := map[string]uint64{}
-	checkOthers := func(t *testing.T) {
+	return func(t *testing.T) {
 		t.Helper()
-		for name, l := range map[string]*redissingle.Locker{"plain": plain[0], "app": app[0]} {
+		ctx := context.Background()
+		for name, l := range map[string]*redissingle.Locker{"plain": plain, "app": app} {
 			ls, err := l.TryAcquire(ctx, victim)
 			if err != nil {
 				t.Fatalf("%s: another key's TryAcquire: %v", name, err)
@@ -76,18 +98,25 @@ func TestHostileKeys(t *testing.T) {
 			}
 		}
 	}
-	checkOthers(t)
+}
 
-	for _, tc := range []struct {
-		name, key string
-		refused   bool
-	}{
+// hostileKey is a key TestHostileKeys tries, and whether it is refused.
+type hostileKey struct {
+	name, key string
+	refused   bool
+}
+
+// hostileKeys lists the keys TestHostileKeys tries, given the names of a
+// wait queue and a channel on the server.
+func hostileKeys(queueKey, channel string) []hostileKey {
+	tag := queueKey[len("distlock:") : len("distlock:")+5] // "{xyz}"
+	return []hostileKey{
 		{"FenceCounter", "distlock:fence", true},
 		{"ReservedPrefix", "distlock:", true},
 		{"ReservedName", "distlock:mine", true},
 		{"QueueKey", queueKey, true},
 		{"ClusterFenceCounter", "distlock:" + tag + ":fence", true},
-		{"Channel", channels[0], true},
+		{"Channel", channel, true},
 		{"OtherPrefixFenceCounter", "app:distlock:fence", true},
 		{"OtherPrefixQueueKey", "app:" + queueKey, true},
 		{"ReservedInside", "x:distlock:fence", true},
@@ -106,15 +135,6 @@ func TestHostileKeys(t *testing.T) {
 		{"MaxLength", strings.Repeat("k", redissingle.MaxKeyLen), false},
 		{"OverMaxLength", strings.Repeat("k", redissingle.MaxKeyLen+1), true},
 		{"OneMiB", strings.Repeat("k", 1<<20), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for prefix, ls := range map[string][2]*redissingle.Locker{"": plain, "app:": app} {
-				if refused := useHostileKey(t, s, prefix, ls, tc.key); refused != tc.refused {
-					t.Errorf("prefix %q: refused %v, want %v", prefix, refused, tc.refused)
-				}
-			}
-			checkOthers(t)
-		})
 	}
 }
 
