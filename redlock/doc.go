@@ -1,61 +1,92 @@
 // Package redlock is the Redlock backend: one lock is the same key on N
 // independent Redis masters, held when a majority (N/2+1) took it within
-// its validity, as in the Redlock algorithm of the Redis documentation.
+// its validity (the Redlock algorithm).
 //
 // Every operation is multiplexed: the Locker writes its request to every
 // node, then reads every reply, each bounded by the per-node timeout
-// (Options.NodeTimeout), over its own small RESP client and per-node
+// (Options.NodeTimeout), over its own RESP2 connections and per-node
 // connection pools, so that an acquisition costs about one round trip to
 // the slowest live node, and a dead or frozen node at most the timeout.
 //
-// Acquire: one random token per acquisition; start is taken before the
-// first request; a script on each node does SET key token NX PX ttl and, if
-// it took the key, INCRs the node's fence counter. The acquisition holds if
+// # Acquire
+//
+// One random token per acquisition; start is taken before the first
+// request; a script on each node does SET key token NX PX ttl and, if it
+// took the key, INCRs the node's fence counter. The acquisition holds if
 // a majority took the key and the validity ttl - elapsed - drift (drift =
-// ttl x DriftFactor + DriftFixed) is still positive; the lease's ValidUntil
-// is start + ttl - drift. Otherwise every node that may hold the key (all
-// that took it, timed out or failed; not those held by someone else) is
-// unlocked, and a blocking Acquire tries again. A node that did not
-// answer within the node timeout is unlocked whatever the outcome: the
-// unlock is pipelined behind the unanswered request on the same
-// connection, so a SET that arrives late can never outlive the attempt
-// there. The price: a lease granted while some nodes were slow rests on
-// the nodes that answered in time (at least a majority), so while it is
-// held, fewer further failures are tolerated for its Extend and Release
-// than Guarantees.ToleratedFailures says for acquisitions. Release is a
-// compare-and-delete on all nodes (a node that answers too late is read
-// in the background, its connection kept, so its delete still lands; a
-// node the release does not reach is sent it again in the background, see
-// Release); Extend a compare-and-PEXPIRE on all
-// nodes, which never re-creates a key, confirmed by a majority within the
+// ttl x DriftFactor + DriftFixed) is still positive; the lease's
+// ValidUntil is start + ttl - drift. Otherwise every node that may hold
+// the key (all that took it, timed out or failed; not those held by
+// someone else) is unlocked, and a blocking Acquire tries again. A node
+// that did not answer within the node timeout is unlocked whatever the
+// outcome: the unlock is pipelined behind the unanswered request on the
+// same connection, so a SET that arrives late can never outlive the
+// attempt there. The price: a lease granted while some nodes were slow
+// rests on the nodes that answered in time (at least a majority), so
+// while it is held, fewer further failures are tolerated for its Extend
+// and Release than Guarantees.ToleratedFailures says for acquisitions.
+//
+// Release is a compare-and-delete on all nodes (a node that answers too
+// late is read in the background, its connection kept, so its delete
+// still lands; a node the release does not reach is sent it again in the
+// background, see Release); Extend a compare-and-PEXPIRE on all nodes,
+// which never re-creates a key, confirmed by a majority within the
 // remaining validity.
 //
-// Fencing: the lease's fence is the largest counter value among the nodes
-// that granted it. If some granting node's counter is lower, it is raised
+// Calls of one Locker on one key take turns locally: only one of them
+// talks to the nodes at a time, the others wait in arrival order, and
+// TryAcquire fails at once, without I/O, while another call of the same
+// Locker holds or is acquiring the key.
+//
+// A blocked Acquire queues on each node (a sorted set scored by its
+// arrival time, so all nodes agree on the order); a release pops the
+// first waiter whose Locker is subscribed and PUBLISHes its ID on that
+// Locker's channel (one pub/sub connection per node and Locker). Only
+// that waiter wakes: once a majority of nodes told it, or 2 ms after the
+// first did. A waiter leaves the queues when Acquire returns (won, failed
+// or cancelled), in the background; a wake-up that reaches its Locker
+// after it stopped waiting is passed on to the next waiter on that node.
+// Expired holders and lost messages are caught by a timer: the holder's
+// remaining TTL, at most Options.PollInterval, or the random retry delay
+// while pub/sub is down on a majority or after a split vote (no herd, and
+// contenders desynchronise). When ctx ends, Acquire's error matches
+// distlock.ErrNotAcquired and ctx.Err() and keeps the last *QuorumError.
+//
+// # Fencing
+//
+// The lease's fence is the largest counter value among the nodes that
+// granted it. If some granting node's counter is lower, it is raised
 // (counter = max(counter, fence)) in a second round trip, with a node
 // timeout of its own, and Acquire hands the lease out only once a
 // majority of nodes are known to have a counter at or above the fence;
 // otherwise the attempt fails (ErrUnavailable) and unlocks what it took.
 // Extend and Release raise any granting node left below. Any two
 // majorities share a node, so the next holder's fence is higher, even if
-// this holder pauses or crashes right after Acquire returns, as long as no
-// node of the majority loses its counter (see Operating requirements).
+// this holder pauses or crashes right after Acquire returns, as long as
+// no node of the majority loses its counter (see Operating requirements).
 //
-// Waiting: a blocked Acquire queues on each node (a sorted set scored by
-// its arrival time, so all nodes agree on the order); a release pops the
-// first waiter whose Locker is subscribed and PUBLISHes its ID on that
-// Locker's channel (one pub/sub connection per node and Locker). Only that
-// waiter wakes: once a majority of nodes told it, or 2 ms after the first
-// did. A waiter leaves the queues when Acquire returns (won, failed or
-// cancelled), in the background; a wake-up that reaches its Locker after
-// it stopped waiting is passed on to the next waiter on that node (see
-// queue.go). Expired holders and lost messages are caught by a timer:
-// the holder's remaining TTL, at most Options.PollInterval, or the random
-// retry delay while pub/sub is down on a majority or after a split vote
-// (no herd, and contenders desynchronise).
+// # Failures
 //
-// Operating requirements: lock keys, wait queues and fence counters are
-// ordinary Redis keys, so the operator must:
+// A node that cannot be reached, does not answer within the node timeout
+// or answers with an error counts against the majority. An acquisition
+// without a majority fails with a *QuorumError naming every other node's
+// answer: it matches distlock.ErrNotAcquired when contention explains the
+// failure and distlock.ErrUnavailable when outages do (see QuorumError);
+// a blocking Acquire then tries again after the random retry delay. Up to
+// (N-1)/2 nodes may be down (Guarantees.ToleratedFailures). Extend and
+// Release fail with a *QuorumError matching distlock.ErrLeaseLost when too
+// many nodes answered that the key is not ours, else
+// distlock.ErrUnavailable. A lease whose validity passes unextended is
+// lost: Done fires at the local, drift-adjusted deadline. A connection
+// that fails mid-reply is dropped; one whose request timed out before any
+// byte of its reply is kept and read in the background. After Close,
+// every call returns distlock.ErrClosed and leases still held expire with
+// their TTL.
+//
+// # Operating requirements
+//
+// Lock keys, wait queues and fence counters are ordinary Redis keys, so
+// the operator must:
 //
 //   - Never let a node evict them: run every node with maxmemory-policy
 //     noeviction (or without maxmemory). An allkeys-* policy can evict a
@@ -71,32 +102,38 @@
 //     unless Options.AllowEviction is set (see AllowEviction).
 //   - Keep the data across restarts. A node that restarts empty can let a
 //     second client lock the key while the first still holds it, and loses
-//     its fence counter. The Redlock spec's two remedies for exclusion are
-//     appendonly yes with appendfsync always on every node, or keeping a
-//     crashed node down for at least the largest TTL in use before it
-//     rejoins; fences need the first (an RDB snapshot or appendfsync
-//     everysec can lose the last increments, and a node that comes back
-//     without its counter, however late, can make a later fence lower).
+//     its fence counter. The two remedies for exclusion are appendonly yes
+//     with appendfsync always on every node, or keeping a crashed node
+//     down for at least the largest TTL in use before it rejoins; fences
+//     need the first (an RDB snapshot or appendfsync everysec can lose the
+//     last increments, and a node that comes back without its counter,
+//     however late, can make a later fence lower).
 //
 // Guarantees reports SurvivesRestart false, and its FenceScope names both
 // requirements.
 //
-// Keys: the lock of key k is the Redis key Prefix+k. The Locker's own
-// keys (the fence counter Prefix+"distlock:fence", the wait queues
-// Prefix+"distlock:q:"+k) and channels (Prefix+"distlock:w:"+id) are named
-// with "distlock:", so a key whose Prefix+k contains "distlock:" is refused
-// with distlock.ErrInvalidArgument, as is a key longer than MaxKeyLen
-// bytes, and so is a Prefix containing "distlock:" (by New). No key can
-// then name another key's internal state, including that of a Locker with
-// another Prefix on the same servers. Any other bytes (separators, NUL,
-// invalid UTF-8) make a lock of their own.
+// # Keys
+//
+// The lock of key k is the Redis key Prefix+k. The Locker's own keys (the
+// fence counter Prefix+"distlock:fence", the wait queues
+// Prefix+"distlock:q:"+k) and channels (Prefix+"distlock:w:"+id) are
+// named with "distlock:", so a key whose Prefix+k contains "distlock:" is
+// refused with distlock.ErrInvalidArgument, as is a key longer than
+// MaxKeyLen bytes, and so is a Prefix containing "distlock:" (by New). No
+// key can then name another key's internal state, including that of a
+// Locker with another Prefix on the same servers. Any other bytes
+// (separators, NUL, invalid UTF-8) make a lock of their own.
 //
 // N may be any number >= 1. An even N tolerates no more failures than N-1
 // (N=4 tolerates 1, like N=3) at a higher cost; prefer odd N.
 //
-// URL: redlock://[user:password@]host1:port,host2:port,...[/db][?params].
-// Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
-// node_timeout, drift_factor, drift_fixed, dial_timeout, prefix,
-// poll_interval and allow_eviction (see Options). Unknown parameters are
-// rejected.
+// # URL
+//
+// Importing this package registers the scheme "redlock" with
+// distlock.Open: redlock://[user:password@]host1[:port],host2[:port],...
+// [/db][?params], where a missing port is 6379 (either every host names
+// its port or the last one does). Parameters: ttl, autoextend, retry_min, retry_max
+// (every backend's), node_timeout, drift_factor, drift_fixed,
+// dial_timeout, prefix, poll_interval and allow_eviction (see Options).
+// Unknown parameters are rejected.
 package redlock
