@@ -27,7 +27,7 @@ type Locker struct {
 	serverChecked atomic.Bool // the server's settings passed checkServer, or cannot be read
 
 	// lc is the open/closed state, calls and goroutines in flight and the
-	// lease watchdogs; its mutex also guards the fields below.
+	// lease watchdogs; its mutex also protects the fields below.
 	lc      lifecycle.Lifecycle
 	waiters map[string]*waiter // blocked Acquire calls, by waiter ID
 	leaving map[string]leaver  // waiters that gave up, until their clean-up has run (finish)

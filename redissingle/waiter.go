@@ -17,7 +17,7 @@ type waiter struct {
 	ch               chan struct{} // capacity 1: a wake-up (hand-off, subscription change, Close)
 
 	// handoff is the fence of a hand-off notification not yet taken, 0
-	// if none. Guarded by Locker.lc's mutex (the subscriber writes it).
+	// if none. Protected by Locker.lc's mutex (the subscriber writes it).
 	handoff uint64
 
 	// Owned by the Acquire call.
