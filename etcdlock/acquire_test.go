@@ -50,6 +50,11 @@ func TestEtcdLock(t *testing.T) {
 	})
 }
 
+// testAcquireReleaseContention: a lock is one entry in concurrency.Mutex's
+// layout (key/<lease ID in hex>, valued the token, created at the fence)
+// with a validity just under the default TTL minus drift; another Locker's
+// TryAcquire is refused and leaves no entry; Release deletes the entry, a
+// second Release returns nil, and the next holder's fence is higher.
 func (c *cluster) testAcquireReleaseContention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -174,6 +179,10 @@ func (c *cluster) testSameKeyTwice(t *testing.T) {
 	mustRelease(t, second)
 }
 
+// testBadInput: an empty key, an invalid option and invalid New arguments
+// return errors matching distlock.ErrInvalidArgument; a call with an ended
+// context returns distlock.ErrNotAcquired and its error; Guarantees names
+// the backend.
 func (c *cluster) testBadInput(t *testing.T) {
 	t.Parallel()
 	a := c.locker(t, "a", nil)

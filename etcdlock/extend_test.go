@@ -38,6 +38,9 @@ func (c *cluster) testIndependentExpiry(t *testing.T) {
 	mustRelease(t, kept)
 }
 
+// testExtendAfterExpiry: a lease that expired reports ErrLeaseLost
+// (Done, Err, and Extend once another client holds the key), and its
+// Locker is refused while the other holds it.
 func (c *cluster) testExtendAfterExpiry(t *testing.T) {
 	t.Parallel()
 	a, b := c.locker(t, "a", nil), c.locker(t, "b", nil)
@@ -53,6 +56,8 @@ func (c *cluster) testExtendAfterExpiry(t *testing.T) {
 	mustRelease(t, ls2)
 }
 
+// testWatchdog: under auto-extension a lock of a 2 s TTL stays held (and
+// exclusive) for three TTLs, with at least a third of the TTL left.
 func (c *cluster) testWatchdog(t *testing.T) {
 	t.Parallel()
 	a, b := c.locker(t, "a", nil), c.locker(t, "b", nil)

@@ -129,22 +129,30 @@ func retryRelease(t *testing.T, ls distlock.Lease) {
 	}
 }
 
+// kill kills the leader (or a follower) and returns the function that
+// starts it again, and its name.
+func (c *cluster) kill(t *testing.T, leader bool) (restart func(), name string) {
+	t.Helper()
+	i := c.member(t, leader)
+	if err := c.Nodes[i].Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := c.Nodes[i].Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}, c.Nodes[i].Name()
+}
+
 // testKilledWhileHeld (S13): a member is killed while a lock is held: the
 // lock stays held (others are refused) and is released normally.
 func (c *cluster) testKilledWhileHeld(t *testing.T, leader bool) {
 	a, b := c.locker(t, "a", nil), c.locker(t, "b", nil)
 	key := uniqueKey(t)
 	ls := mustAcquire(t, a, key, distlock.WithTTL(faultTTL), distlock.WithAutoExtend(time.Minute))
-	i := c.member(t, leader)
+	restart, _ := c.kill(t, leader)
+	defer restart()
 	ctx := context.Background()
-	if err := c.Nodes[i].Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Nodes[i].Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}()
 	deadline := time.Now().Add(2 * faultTTL)
 	refused := 0
 	for time.Now().Before(deadline) {
@@ -186,16 +194,8 @@ func (c *cluster) testKilledWhileWaiting(t *testing.T, leader bool) {
 		got <- err
 	}()
 	eventually(t, 10*time.Second, "waiter queued", func() bool { return len(entries(t, admin, key)) == 2 })
-	i := c.member(t, leader)
-	ctx := context.Background()
-	if err := c.Nodes[i].Kill(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Nodes[i].Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	restart, name := c.kill(t, leader)
+	defer restart()
 	time.Sleep(time.Second)
 	retryRelease(t, ls)
 	released := time.Now()
@@ -204,7 +204,7 @@ func (c *cluster) testKilledWhileWaiting(t *testing.T, leader bool) {
 		if err != nil {
 			t.Fatalf("waiter: %v", err)
 		}
-		t.Logf("%s killed: hand-off %v after the release", c.Nodes[i].Name(), time.Since(released).Round(time.Millisecond))
+		t.Logf("%s killed: hand-off %v after the release", name, time.Since(released).Round(time.Millisecond))
 	case <-time.After(4 * faultTTL):
 		t.Fatal("the waiter was not woken")
 	}

@@ -126,3 +126,19 @@ var (
 	wantErr     = locktest.WantErr
 	notErr      = locktest.NotErr
 )
+
+// wantGranted checks that the background Acquire delivering to got
+// returns a lease within 5 s, and releases it; when says when the waiter
+// should have been granted.
+func wantGranted(t *testing.T, got <-chan acquired, when string) {
+	t.Helper()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("the waiter %s: %v", when, r.err)
+		}
+		mustRelease(t, r.ls)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the waiter was not granted %s", when)
+	}
+}

@@ -9,6 +9,10 @@ import (
 	"github.com/distlock/distlock/etcdlock"
 )
 
+// TestOpenURL: Open parses hosts, the prefix path and the parameters of
+// valid URLs (no I/O), reports the backend's Guarantees and tolerated
+// failures from the endpoints, and refuses invalid URLs with
+// distlock.ErrInvalidArgument.
 func TestOpenURL(t *testing.T) {
 	ctx := context.Background()
 	for u, prefix := range map[string]string{
