@@ -60,9 +60,9 @@ func (l *Locker) abandon(s *session, key string, rev int64) {
 // or, when it found the entry gone, whether an earlier try whose reply
 // was lost may have deleted it.
 //
-// It sends a plain delete, as concurrency.Mutex's Unlock does (a
-// compare-and-delete transaction costs etcd 14-17% more), and learns from
-// the previous value whether the entry was ours. A plain delete is safe
+// It sends a plain delete, as concurrency.Mutex's Unlock does, rather than
+// a compare-and-delete transaction (a transaction costs etcd more work),
+// and learns from the previous value whether the entry was ours. A plain delete is safe
 // because no other entry of key can exist on s while this call runs: the
 // key stays reserved on s (no other acquisition of key uses s) until this
 // call frees it, after a delete known to have been applied, or once s is

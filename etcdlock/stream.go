@@ -16,8 +16,8 @@ import (
 // stream on both sides (a new HTTP/2 stream, and the member's per-stream
 // goroutines and watch stream). The Locker therefore keeps one idle watch
 // open on the stream its waits use, from its first wait until Close: the
-// waits' watches then come and go on a stream that stays (bench B3
-// measures the hand-off rate under contention).
+// waits' watches then come and go on a stream that stays (benchmark B3 in
+// docs/conformance.md measures the hand-off rate under contention).
 
 // keeperRev is the revision the keeper's watch starts at: one no cluster
 // reaches. Such a watch is served with the synced ones and never reports
