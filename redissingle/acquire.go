@@ -15,15 +15,21 @@ import (
 // and has had no wake-up: it is answered locally, without a request.
 var errQueued = fmt.Errorf("%w: queued, waiting for the release to hand the key over", distlock.ErrNotAcquired)
 
-// resolve checks key (distlock.CheckKey, checkKey) and resolves opts over
-// the Locker's defaults.
-func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
+// enter begins a TryAcquire or Acquire: it checks key (distlock.CheckKey,
+// checkKey), resolves opts over the Locker's defaults, and registers the
+// call in flight, which the caller ends with l.lc.Leave. A bad key or
+// option returns an error matching distlock.ErrInvalidArgument, a closed
+// Locker distlock.ErrClosed.
+func (l *Locker) enter(key string, opts []distlock.Option) (distlock.Options, error) {
 	o, err := l.opts.Lock.ResolveFor(key, opts...)
+	if err == nil {
+		err = checkKey(l.opts.Prefix, key)
+	}
 	if err != nil {
 		return distlock.Options{}, err
 	}
-	if err := checkKey(l.opts.Prefix, key); err != nil {
-		return distlock.Options{}, err
+	if !l.lc.Enter() {
+		return distlock.Options{}, distlock.ErrClosed
 	}
 	return o, nil
 }
@@ -38,12 +44,9 @@ func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, 
 // the key in case the attempt took it.
 // Keys are checked as Acquire says.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.resolve(key, opts)
+	o, err := l.enter(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
 	if err := retry.Ended(ctx, nil); err != nil {
@@ -72,12 +75,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // channels); other keys are refused, by TryAcquire too, with an error
 // matching distlock.ErrInvalidArgument.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.resolve(key, opts)
+	o, err := l.enter(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
 	w := l.newWaiter(o)

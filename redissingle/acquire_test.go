@@ -61,9 +61,7 @@ func acquireReleaseContention(t *testing.T, s *server) {
 		t.Fatalf("TryAcquire after release: %v", err)
 	}
 	mustRelease(t, ls2)
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left after release: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // acquireFenceIncreasing checks that every key's fences strictly increase

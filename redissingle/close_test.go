@@ -9,17 +9,11 @@ import (
 	"github.com/distlock/distlock/redissingle"
 )
 
-// TestClose checks Locker.Close on one server.
+// TestClose checks that Close wakes a blocked Acquire with ErrClosed, is
+// idempotent, refuses later calls with ErrClosed, leaves the caller's
+// client open, and that a lease outlives its Locker.
 func TestClose(t *testing.T) {
 	s := startRedis(t)
-	t.Run("Closed", func(t *testing.T) { closeWakesWaiters(t, s) })
-}
-
-// closeWakesWaiters checks that Close wakes a blocked Acquire with
-// ErrClosed, is idempotent, refuses later calls with ErrClosed, leaves the
-// caller's client open, and that a lease outlives its Locker.
-func closeWakesWaiters(t *testing.T, s *server) {
-	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t, s.node.Addr())
 	l, err := redissingle.New(c, nil)
@@ -57,7 +51,5 @@ func closeWakesWaiters(t *testing.T, s *server) {
 	}
 	mustRelease(t, held) // a lease outlives its Locker while the client is open
 	mustRelease(t, mustAcquire(t, other, key))
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }

@@ -34,14 +34,7 @@ func handoffAfterTryAcquire(t *testing.T, s *server) {
 	w := s.locker(t, "w", &redissingle.Options{PollInterval: time.Minute})
 	key := uniqueKey(t)
 	held := mustAcquire(t, a, key)
-	got := make(chan distlock.Lease, 1)
-	go func() {
-		ls, err := w.Acquire(ctx, key, slowRetry)
-		if err != nil {
-			t.Errorf("Acquire: %v", err)
-		}
-		got <- ls
-	}()
+	got := acquireAsync(t, ctx, w, key, slowRetry)
 	eventually(t, 5*time.Second, "waiter never queued", func() bool {
 		return len(s.keysMatching(t, "distlock:*:q:"+key)) == 1
 	})
@@ -77,9 +70,7 @@ func handoffAfterTryAcquire(t *testing.T, s *server) {
 		t.Fatalf("value after the release %q, want %q: the release did not hand the key over", value, want)
 	}
 	mustRelease(t, ls)
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // handoffSkipsDeadWaiter checks that a release skips a queue entry whose
@@ -119,9 +110,7 @@ func handoffSkipsDeadWaiter(t *testing.T, s *server) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("live waiter served after %v", d)
 	}
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // handoffLostNotification checks that a waiter whose hand-off
@@ -161,9 +150,7 @@ func handoffLostNotification(t *testing.T, s *server) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("waiter never took the key handed over while its notification was lost")
 	}
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // TestStaleHandoffIsConfirmed checks that a hand-off notification read
@@ -355,7 +342,5 @@ func (r *staleRun) readStaleThenC() {
 		t.Fatalf("W's lease has fence %d, not newer than C's %d: granted from the stale hand-off", res.ls.Fence(), c.Fence())
 	}
 	mustRelease(t, res.ls)
-	if left := r.s.leftovers(t, r.key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	r.s.noLeftovers(t, r.key)
 }

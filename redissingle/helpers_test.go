@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/goleak"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/locktest"
 	"github.com/distlock/distlock/redissingle"
 	"github.com/distlock/distlock/testbed"
@@ -102,6 +103,29 @@ func (s *server) leftovers(t testing.TB, key string) []string {
 		}
 	}
 	return out
+}
+
+// noLeftovers fails t if key's lock or wait queue is still on s.
+func (s *server) noLeftovers(t testing.TB, key string) {
+	t.Helper()
+	if left := s.leftovers(t, key); len(left) > 0 {
+		t.Fatalf("keys left: %v", left)
+	}
+}
+
+// acquireAsync runs l.Acquire(ctx, key, opts...) on a goroutine. The
+// channel receives the lease, or nil once the error is reported with
+// t.Errorf.
+func acquireAsync(t testing.TB, ctx context.Context, l distlock.Locker, key string, opts ...distlock.Option) <-chan distlock.Lease {
+	got := make(chan distlock.Lease, 1)
+	go func() {
+		ls, err := l.Acquire(ctx, key, opts...)
+		if err != nil {
+			t.Errorf("Acquire of %q: %v", key, err)
+		}
+		got <- ls
+	}()
+	return got
 }
 
 // Shared helpers (internal/locktest), under the names the tests use.

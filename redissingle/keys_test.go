@@ -50,14 +50,7 @@ func internalNames(t *testing.T, s *server, plain [2]*redissingle.Locker) (queue
 	t.Helper()
 	ctx := context.Background()
 	held := mustAcquire(t, plain[0], victim)
-	handed := make(chan distlock.Lease, 1)
-	go func() {
-		ls, err := plain[1].Acquire(ctx, victim)
-		if err != nil {
-			t.Errorf("victim waiter: %v", err)
-		}
-		handed <- ls
-	}()
+	handed := acquireAsync(t, ctx, plain[1], victim)
 	eventually(t, hostileKeyWait, "victim waiter never queued", func() bool {
 		return len(s.keysMatching(t, "distlock:*:q:"+victim)) == 1
 	})
@@ -160,14 +153,7 @@ func useHostileKey(t *testing.T, s *server, prefix string, ls [2]*redissingle.Lo
 	}
 	_, err = ls[1].TryAcquire(ctx, key)
 	wantErr(t, err, distlock.ErrNotAcquired)
-	got := make(chan distlock.Lease, 1)
-	go func() {
-		l, err := ls[1].Acquire(ctx, key)
-		if err != nil {
-			t.Errorf("waiter: %v", err)
-		}
-		got <- l
-	}()
+	got := acquireAsync(t, ctx, ls[1], key)
 	eventually(t, hostileKeyWait, "waiter never queued", func() bool {
 		// A queued waiter marks the value: "token:".
 		return s.admin().Get(ctx, prefix+key).Val() == held.Token()+":"

@@ -11,18 +11,11 @@ import (
 	"github.com/distlock/distlock/redissingle"
 )
 
-// TestRelease checks that a release after expiry leaves the next owner's
-// key alone.
-func TestRelease(t *testing.T) {
+// TestReleaseAfterExpiryKeepsNextOwner checks that a lease that expired
+// reports ErrLeaseLost on Release without touching the key another Locker
+// took meanwhile, which stays extendable by its owner.
+func TestReleaseAfterExpiryKeepsNextOwner(t *testing.T) {
 	s := startRedis(t)
-	t.Run("ReleaseAfterExpiryKeepsNextOwner", func(t *testing.T) { releaseAfterExpiry(t, s) })
-}
-
-// releaseAfterExpiry checks that a lease that expired reports
-// ErrLeaseLost on Release without touching the key another Locker took
-// meanwhile, which stays extendable by its owner.
-func releaseAfterExpiry(t *testing.T, s *server) {
-	t.Parallel()
 	ctx := context.Background()
 	a, b := s.locker(t, "a", nil), s.locker(t, "b", nil)
 	key := uniqueKey(t)

@@ -35,14 +35,7 @@ func waitHandoffIsPushed(t *testing.T, s *server) {
 	key := uniqueKey(t)
 	for range 5 {
 		held := mustAcquire(t, a, key)
-		got := make(chan distlock.Lease, 1)
-		go func() {
-			ls, err := b.Acquire(ctx, key, slowRetry)
-			if err != nil {
-				t.Errorf("Acquire: %v", err)
-			}
-			got <- ls
-		}()
+		got := acquireAsync(t, ctx, b, key, slowRetry)
 		eventually(t, 5*time.Second, "waiter never queued", func() bool {
 			return len(s.keysMatching(t, "distlock:*:q:"+key)) == 1
 		})
@@ -60,9 +53,7 @@ func waitHandoffIsPushed(t *testing.T, s *server) {
 		}
 		mustRelease(t, ls)
 	}
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // waitExpiryFallback checks that a waiter takes the key soon after its
@@ -79,9 +70,7 @@ func waitExpiryFallback(t *testing.T, s *server) {
 	}
 	<-held.Done()
 	mustRelease(t, ls)
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // waitCancel checks that a cancelled or timed-out Acquire returns at once
@@ -109,9 +98,7 @@ func waitCancel(t *testing.T, s *server) {
 		return len(s.keysMatching(t, "distlock:*:q:"+key)) == 0
 	})
 	mustRelease(t, held)
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // waitFIFO checks that waiters on six Lockers are served in the order
@@ -157,9 +144,7 @@ func waitFIFO(t *testing.T, s *server) {
 			t.Fatalf("served in order %v, want arrival order", order)
 		}
 	}
-	if left := s.leftovers(t, key); len(left) > 0 {
-		t.Fatalf("keys left: %v", left)
-	}
+	s.noLeftovers(t, key)
 }
 
 // waitCommandsPerHandoff checks that parked waiters make no requests and
