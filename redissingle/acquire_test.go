@@ -10,10 +10,10 @@ import (
 	"github.com/distlock/distlock/redissingle"
 )
 
-// TestAcquire checks single acquisitions on one server: a held key is
-// refused to others and free again after Release, fences increase across
-// holders and Lockers, invalid arguments are refused, and Guarantees
-// describes the backend.
+// TestAcquire checks single acquisitions on one server: other Lockers
+// cannot take a held key, which is free again after Release; fences
+// increase across holders and Lockers; invalid arguments are refused; and
+// Guarantees describes the backend.
 func TestAcquire(t *testing.T) {
 	s := startRedis(t)
 	t.Run("AcquireReleaseContention", func(t *testing.T) { acquireReleaseContention(t, s) })
