@@ -8,7 +8,9 @@ import (
 	"github.com/distlock/distlock/internal/retry"
 )
 
-// begin checks the arguments and the Locker, and returns the session.
+// begin checks the arguments, returns the session and registers the
+// call with the lifecycle: on success the caller must call l.lc.Leave.
+// A closed Locker returns distlock.ErrClosed.
 func (l *Locker) begin(key string, opts []distlock.Option) (*session, distlock.Options, error) {
 	o, err := l.opts.Lock.ResolveFor(key, opts...)
 	if err != nil {
@@ -18,7 +20,13 @@ func (l *Locker) begin(key string, opts []distlock.Option) (*session, distlock.O
 		return nil, o, err
 	}
 	s, err := l.session(o.TTL)
-	return s, o, err
+	if err != nil {
+		return nil, o, err
+	}
+	if !l.lc.Enter() {
+		return nil, o, distlock.ErrClosed
+	}
+	return s, o, nil
 }
 
 // TryAcquire implements distlock.Locker: create the node, list the queue,
@@ -33,9 +41,6 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	s, o, err := l.begin(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
 	if ctx.Err() != nil {
@@ -62,9 +67,6 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	s, o, err := l.begin(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
 	var last error

@@ -16,13 +16,7 @@ func SetHookBeforeHold(f func(own string)) (restore func()) {
 // DeletionSeen reports whether one of l's sessions has seen the deletion
 // of the own node path of an acquisition in flight.
 func DeletionSeen(l *Locker, path string) bool {
-	l.lc.Lock()
-	ss := make([]*session, 0, len(l.sessions))
-	for _, s := range l.sessions {
-		ss = append(ss, s)
-	}
-	l.lc.Unlock()
-	for _, s := range ss {
+	for _, s := range l.openSessions() {
 		s.mu.Lock()
 		seen := s.queued[path]
 		s.mu.Unlock()

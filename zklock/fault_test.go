@@ -99,7 +99,7 @@ func testServerKilled(t *testing.T, e *ensemble, leader bool) {
 	for time.Now().Before(deadline) {
 		_, err := b.TryAcquire(ctx, key, distlock.WithTTL(ttl))
 		if err == nil {
-			t.Fatal("granted while held")
+			t.Fatalf("granted while held (held: %v, valid %v)", held.Err(), time.Until(held.ValidUntil()))
 		}
 		if !errors.Is(err, distlock.ErrNotAcquired) && !errors.Is(err, distlock.ErrUnavailable) {
 			t.Fatalf("TryAcquire: %v", err)

@@ -95,17 +95,22 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 // return distlock.ErrClosed. Close is idempotent and returns nil.
 func (l *Locker) Close() error {
 	l.lc.Close(lifecycle.Hooks{Shut: func() {
-		l.lc.Lock()
-		sessions := make([]*session, 0, len(l.sessions))
-		for _, s := range l.sessions {
-			sessions = append(sessions, s)
-		}
-		l.lc.Unlock()
-		for _, s := range sessions {
+		for _, s := range l.openSessions() {
 			s.close()
 		}
 	}})
 	return nil
+}
+
+// openSessions returns the sessions opened so far.
+func (l *Locker) openSessions() []*session {
+	l.lc.Lock()
+	defer l.lc.Unlock()
+	sessions := make([]*session, 0, len(l.sessions))
+	for _, s := range l.sessions {
+		sessions = append(sessions, s)
+	}
+	return sessions
 }
 
 // session returns the session for a TTL, opening it on first use.
