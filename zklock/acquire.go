@@ -35,8 +35,9 @@ func (l *Locker) begin(key string, opts []distlock.Option) (*session, distlock.O
 // goes through the leader, so the listing needs no sync). It waits for
 // a session at most Options.ConnectTimeout when ctx has no deadline. When
 // ctx ends first, the error matches distlock.ErrNotAcquired, ctx.Err() and
-// context.Cause(ctx). An empty key or one longer than MaxKeyLen returns an error matching
-// distlock.ErrInvalidArgument.
+// context.Cause(ctx). An empty key or one longer than MaxKeyLen returns
+// an error matching distlock.ErrInvalidArgument; a closed Locker,
+// distlock.ErrClosed.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	s, o, err := l.begin(key, opts)
 	if err != nil {
@@ -57,11 +58,11 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // woken by the deletion of the node before its own. Errors before the
 // node is queued (no session, connection lost) are retried after a random
 // delay in [RetryMin, RetryMax] once a session is up; a *SessionError (the
-// session ended while queued) and ErrClosed are returned at once. When ctx
+// session ended while queued) and distlock.ErrClosed are returned at once. When ctx
 // ends, the error matches distlock.ErrNotAcquired, ctx.Err() and, for a
 // context given a cause (context.WithCancelCause, WithTimeoutCause),
-// context.Cause(ctx), and keeps the last backend error. An empty
-// key or one longer than MaxKeyLen returns an error matching
+// context.Cause(ctx), and keeps the last backend error. An empty key or
+// one longer than MaxKeyLen returns an error matching
 // distlock.ErrInvalidArgument.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	s, o, err := l.begin(key, opts)

@@ -29,11 +29,11 @@ var (
 )
 
 // SessionError is returned by a blocked Acquire whose ZooKeeper session
-// ended while it waited in the queue (scenario S26 of docs/conformance.md): the queue entry died with the
-// session, so the call stops instead of waiting on. It matches
-// distlock.ErrUnavailable and its Cause (ErrSessionExpired or
-// ErrSessionPresumedExpired), or distlock.ErrClosed when Close ended the
-// session.
+// ended while it waited in the queue (scenario S26 of
+// docs/conformance.md): the queue entry died with the session, so the
+// call stops instead of waiting on. It matches distlock.ErrUnavailable
+// and its Cause (ErrSessionExpired or ErrSessionPresumedExpired), or
+// distlock.ErrClosed when Close ended the session.
 type SessionError struct {
 	// Key is the lock's key.
 	Key string
