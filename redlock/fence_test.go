@@ -123,3 +123,30 @@ func (c *cluster) testReleaseRaisesCounter(t *testing.T) {
 		t.Fatalf("key still on nodes %v after Release", h)
 	}
 }
+
+// testFenceIncreasing alternates three Lockers on a few keys, with and
+// without release (expiry), and checks each key's fences increase.
+func (c *cluster) testFenceIncreasing(t *testing.T) {
+	t.Parallel()
+	lockers := []*redlock.Locker{c.locker(t, "a", nil), c.locker(t, "b", nil), c.locker(t, "c", nil)}
+	keys := []string{uniqueKey(t), uniqueKey(t), uniqueKey(t)}
+	last := map[string]uint64{}
+	for round := range 8 {
+		for i, key := range keys {
+			ttl := 30 * time.Second
+			if round%4 == 3 {
+				ttl = 50 * time.Millisecond // let it expire instead of releasing
+			}
+			ls := mustAcquire(t, lockers[(i+round)%3], key, distlock.WithTTL(ttl))
+			if ls.Fence() <= last[key] {
+				t.Fatalf("key %s round %d: fence %d after %d", key, round, ls.Fence(), last[key])
+			}
+			last[key] = ls.Fence()
+			if ttl == 30*time.Second {
+				mustRelease(t, ls)
+			} else {
+				<-ls.Done()
+			}
+		}
+	}
+}

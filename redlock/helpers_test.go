@@ -95,3 +95,38 @@ var (
 	wantErr     = locktest.WantErr
 	notErr      = locktest.NotErr
 )
+
+// TestRedlock runs every scenario on one set of 5 masters: first the
+// healthy ones in parallel, then the faults one at a time.
+func TestRedlock(t *testing.T) {
+	c := startCluster(t, 5)
+	t.Run("Healthy", func(t *testing.T) {
+		t.Run("AcquireReleaseContention", c.testAcquireReleaseContention)
+		t.Run("FenceIncreasing", c.testFenceIncreasing)
+		t.Run("ReleaseRaisesCounter", c.testReleaseRaisesCounter)
+		t.Run("Exclusion", c.testExclusion)
+		t.Run("PushWakeup", c.testPushWakeup)
+		t.Run("SplitContention", c.testSplitContention)
+		t.Run("ReleaseAfterExpiry", c.testReleaseAfterExpiry)
+		t.Run("ExtendAfterExpiry", c.testExtendAfterExpiry)
+		t.Run("Watchdog", c.testWatchdog)
+		t.Run("Cancelled", c.testCancelled)
+		t.Run("Closed", c.testClosed)
+		t.Run("LocalTurns", c.testLocalTurns)
+		t.Run("HostileKeys", c.testHostileKeys)
+	})
+	t.Run("Faults", func(t *testing.T) {
+		t.Run("FencePausedBeforeWriteBack", c.testFencePausedBeforeWriteBack)
+		t.Run("CancelledWaiterLeaves", c.testCancelledWaiterLeaves)
+		t.Run("WakeSkipsGoneWaiter", c.testWakeSkipsGoneWaiter)
+		t.Run("ReleaseRetried", c.testReleaseRetried)
+		t.Run("ReleaseRetryBounded", c.testReleaseRetryBounded)
+		t.Run("ReleaseRetryAfterExtend", c.testReleaseRetryAfterExtend)
+		t.Run("ReleaseRetryLate", c.testReleaseRetryLate)
+		t.Run("TwoKilled", c.testTwoKilled)
+		t.Run("ThreeKilled", c.testThreeKilled)
+		t.Run("Paused", c.testPaused)
+		t.Run("LatencyOnMajority", c.testLatencyOnMajority)
+		t.Run("LatencyFreshConnections", c.testLatencyFreshConnections)
+	})
+}

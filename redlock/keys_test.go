@@ -42,7 +42,43 @@ func (c *cluster) testHostileKeys(t *testing.T) {
 	const victim = "victim"
 	queue := prefix + "distlock:q:" + victim
 	held := mustAcquire(t, a, victim)
-	keys := []hostileKey{
+	keys := hostileKeys(prefix, victim, a, bare, dist)
+	last := held.Fence()
+	kept := map[*hostileKey]distlock.Lease{}
+	defer func() {
+		for h, ls := range kept {
+			if err := ls.Release(ctx); err != nil {
+				t.Errorf("%s key: Release: %.300s", h.name, err)
+			}
+			if hs := c.holders(t, h.prefix+h.key); len(hs) > 0 {
+				t.Errorf("%s key: still on nodes %v after its release", h.name, hs)
+			}
+		}
+	}()
+	for i := range keys {
+		h := &keys[i]
+		if ls := c.tryHostileKey(t, h); ls != nil {
+			kept[h] = ls
+		}
+		// The victim is unharmed.
+		if err := held.Extend(ctx, 30*time.Second); err != nil {
+			t.Fatalf("after the %s key, the victim's Extend: %v", h.name, err)
+		}
+		other := mustAcquire(t, a, uniqueKey(t))
+		if other.Fence() <= last {
+			t.Fatalf("after the %s key, fence %d after %d", h.name, other.Fence(), last)
+		}
+		last = other.Fence()
+		mustRelease(t, other)
+	}
+	c.checkHandedOn(t, waiter, held, victim, queue, last)
+}
+
+// hostileKeys lists the keys testHostileKeys tries: a, bare and dist are
+// Lockers with Prefix prefix, none and prefix+"dist".
+func hostileKeys(prefix, victim string, a, bare, dist *redlock.Locker) []hostileKey {
+	queue := prefix + "distlock:q:" + victim
+	return []hostileKey{
 		{"fence counter", a, prefix, "distlock:fence"},
 		{"victim's queue", a, prefix, "distlock:q:" + victim},
 		{"queue namespace", a, prefix, "distlock:q:"},
@@ -66,45 +102,36 @@ func (c *cluster) testHostileKeys(t *testing.T) {
 		{"one byte too long", a, prefix, strings.Repeat("k", redlock.MaxKeyLen+1)},
 		{"1 MiB", a, prefix, strings.Repeat("k", 1<<20)},
 	}
-	last := held.Fence()
-	kept := map[*hostileKey]distlock.Lease{}
-	defer func() {
-		for h, ls := range kept {
-			if err := ls.Release(ctx); err != nil {
-				t.Errorf("%s key: Release: %.300s", h.name, err)
-			}
-			if hs := c.holders(t, h.prefix+h.key); len(hs) > 0 {
-				t.Errorf("%s key: still on nodes %v after its release", h.name, hs)
-			}
-		}
-	}()
-	for i := range keys {
-		h := &keys[i]
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		start := time.Now()
-		ls, err := h.l.TryAcquire(tctx, h.key, distlock.WithTTL(time.Minute))
-		if err == nil {
-			kept[h] = ls
-			c.checkOwnLock(t, h, ls)
-		} else if checkRefused(t, h, err) {
-			_, err = h.l.Acquire(tctx, h.key)
-			checkRefused(t, h, err)
-			if d := time.Since(start); d > time.Second {
-				t.Errorf("%s: refused after %v", h.name, d)
-			}
-		}
-		cancel()
-		// The victim is unharmed.
-		if err := held.Extend(ctx, 30*time.Second); err != nil {
-			t.Fatalf("after the %s key, the victim's Extend: %v", h.name, err)
-		}
-		other := mustAcquire(t, a, uniqueKey(t))
-		if other.Fence() <= last {
-			t.Fatalf("after the %s key, fence %d after %d", h.name, other.Fence(), last)
-		}
-		last = other.Fence()
-		mustRelease(t, other)
+}
+
+// tryHostileKey tries h's key with TryAcquire: the lease, checked to hold
+// the key under its own name, or nil if the key was refused (checked to be
+// refused clearly and at once, by Acquire too).
+func (c *cluster) tryHostileKey(t *testing.T, h *hostileKey) distlock.Lease {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	ls, err := h.l.TryAcquire(tctx, h.key, distlock.WithTTL(time.Minute))
+	if err == nil {
+		c.checkOwnLock(t, h, ls)
+		return ls
 	}
+	if checkRefused(t, h, err) {
+		_, err = h.l.Acquire(tctx, h.key)
+		checkRefused(t, h, err)
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s: refused after %v", h.name, d)
+		}
+	}
+	return nil
+}
+
+// checkHandedOn checks that a waiter that queues on the victim (held,
+// with queue queue) is handed it by its release, with a fence above last.
+func (c *cluster) checkHandedOn(t *testing.T, waiter *redlock.Locker, held distlock.Lease, victim, queue string, last uint64) {
+	t.Helper()
+	ctx := context.Background()
 	got := make(chan distlock.Lease, 1)
 	errc := make(chan error, 1)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
