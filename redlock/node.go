@@ -17,9 +17,9 @@ import (
 
 // maxIdle is how many idle connections a node keeps. An operation uses a
 // connection alone until its reply, so a node needs one per concurrent
-// operation; with a smaller pool, 64 goroutines re-dialled (and re-loaded
-// the scripts) on most operations, and under load the dials missed the
-// node timeout (B4 at k=64 fell to 0.11x redsync with dial timeouts).
+// operation: with a pool smaller than the concurrency, operations re-dial
+// (and re-load the scripts), and under load those dials can miss the node
+// timeout (benchmark B4 at k=64 in docs/benchmarks.md exercises this).
 const maxIdle = 128
 
 // node is one Redis master and its small pool of connections.

@@ -13,8 +13,8 @@ import (
 const (
 	// DefaultNodeTimeout is the longest an operation waits for one node's
 	// reply (connection included) when Options.NodeTimeout is 0, unless
-	// TTL/10 is shorter: then TTL/10. 50 ms is the upper end of the Redlock
-	// spec's "5-50 ms for a 10 s TTL", chosen so that a loaded 2-core host
+	// TTL/10 is shorter: then TTL/10. It is small against the TTL, as the
+	// validity computation needs, and large enough that a loaded host
 	// does not count a live node as down.
 	DefaultNodeTimeout = 50 * time.Millisecond
 

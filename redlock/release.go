@@ -88,7 +88,7 @@ type pendingRelease struct {
 // pipelined in one round, each round allowing DialTimeout for connecting
 // and the replies, the rounds releaseRetryMin apart at first and doubling
 // up to releaseRetryMax while they fail, until none is pending or the
-// Locker closes (Redisson likewise retries an unlock that failed). A late
+// Locker closes. A late
 // release is harmless: it deletes the key only where it still holds the
 // lease's token. A dead node thus costs one dial per round, whatever the
 // release rate.

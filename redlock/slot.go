@@ -15,8 +15,9 @@ import (
 // for the slot locally, in arrival order, and send nothing meanwhile; the
 // slot passes to the next local caller when the lease ends (released or
 // lost) or the acquiring call gives up. So N goroutines of one process on
-// one hot key cost the servers what one does (B3 and B7 at k=64), and a
-// process's own callers are served first-come first-served.
+// one hot key cost the servers what one does (benchmarks B3 and B7 at
+// k=64 in docs/benchmarks.md), and a process's own callers are served
+// first-come first-served.
 //
 // slots maps key -> the local callers waiting for the slot (nil or empty:
 // the slot is taken, nobody waits). Guarded by the Locker's lifecycle mutex (Locker.lc.Lock).
