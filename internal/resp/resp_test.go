@@ -13,8 +13,8 @@ import (
 
 func reader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
 
-// TestReadReply checks the value each RESP2 reply type reads as.
-func TestReadReply(t *testing.T) {
+// TestRESPRead checks the value each RESP2 reply type reads as.
+func TestRESPRead(t *testing.T) {
 	for _, c := range []struct {
 		name, in string
 		want     any
@@ -44,9 +44,9 @@ func TestReadReply(t *testing.T) {
 	}
 }
 
-// TestReadReplyErrorIsAValue checks that an error reply reads as a value
+// TestRESPErrorIsAValue checks that an error reply reads as a value
 // matching resp.Error, so a caller can tell it from a broken connection.
-func TestReadReplyErrorIsAValue(t *testing.T) {
+func TestRESPErrorIsAValue(t *testing.T) {
 	v, err := resp.ReadReply(reader("-ERR wrong\r\n"))
 	var e resp.Error
 	if err != nil || !errors.As(v.(error), &e) || e.Error() != "ERR wrong" {
@@ -54,9 +54,9 @@ func TestReadReplyErrorIsAValue(t *testing.T) {
 	}
 }
 
-// TestReadReplyMalformed checks that input that is not RESP2, or is cut
+// TestRESPMalformed checks that input that is not RESP2, or is cut
 // off, is an error.
-func TestReadReplyMalformed(t *testing.T) {
+func TestRESPMalformed(t *testing.T) {
 	for _, c := range []struct{ name, in string }{
 		{"no CR", "+OK\n"},
 		{"empty line", "\r\n"},
@@ -75,10 +75,10 @@ func TestReadReplyMalformed(t *testing.T) {
 	}
 }
 
-// TestWriteCommand checks that a command is written as an array of bulk
+// TestRESPWrite checks that a command is written as an array of bulk
 // strings, by WriteCommand and AppendCommand alike, and reads back as the
 // array of its arguments.
-func TestWriteCommand(t *testing.T) {
+func TestRESPWrite(t *testing.T) {
 	args := []string{"EVALSHA", "abc", "1", "k\r\ney", ""}
 	want := "*5\r\n$7\r\nEVALSHA\r\n$3\r\nabc\r\n$1\r\n1\r\n$5\r\nk\r\ney\r\n$0\r\n\r\n"
 	var b strings.Builder
