@@ -106,3 +106,33 @@ func (l *Locker) tally(res []result, op, key string) (int, error) {
 	}
 	return got, &QuorumError{Op: op, Key: key, Nodes: fails, Acquired: got, Needed: l.quorum}
 }
+
+// Release implements lease.Driver: compare-and-delete on every node, each
+// within the node timeout. It fails with a *QuorumError (matching
+// distlock.ErrUnavailable) if fewer than a majority confirmed. Either
+// way, a node whose release failed (its connection failed, a new one
+// could not be opened within the node timeout, it answered with an error,
+// or it answered neither in time nor later, see below) is sent the
+// release again in the background (retryRelease), so that its copy of
+// the key does not block the next acquirer until the TTL runs out.
+func (d *driver) Release(ctx context.Context) error {
+	cmd := []string{"EVALSHA", releaseScript.sha, "2", d.k.lock, d.k.queue, d.token}
+	if d.wb {
+		cmd = []string{"EVALSHA", releaseFenced.sha, "3", d.k.lock, d.k.fence, d.k.queue, d.token, d.fenceArg()}
+	}
+	// A node that does not answer in time keeps its connection: the
+	// request is on its way, and closing the connection under it could
+	// lose it, leaving the key locked there for the TTL. The late func
+	// reads its reply in the background (resending the compare-and-delete
+	// behind it, which can only find nothing more to delete).
+	until := time.Now().Add(time.Duration(d.longest.Load())) // no copy of the key outlives this
+	late := d.l.lateCleanup(d.ttl, func(int) []string { return cmd }, func(i int) {
+		d.l.retryRelease([]int{i}, cmd, until) // the late read or its clean-up failed too
+	})
+	res := d.l.fanoutOne(ctx, time.Now().Add(d.l.opts.nodeTimeout(d.ttl)), func(int) []string { return cmd }, late)
+	_, err := d.l.tally(res, "release", d.key)
+	if missed := unreached(res); len(missed) > 0 {
+		d.l.retryRelease(missed, cmd, until)
+	}
+	return err
+}
