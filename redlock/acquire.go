@@ -14,11 +14,15 @@ import (
 
 // TryAcquire implements distlock.Locker: one multiplexed round trip to
 // every node, and a second to the granting nodes whose fence counter is
-// below the lease's fence (see raiseFence). On failure the error is a *QuorumError naming each node's
-// answer: it matches distlock.ErrNotAcquired for contention and
+// below the lease's fence (see Fencing in the package documentation). On
+// failure the error is a *QuorumError naming each node's answer: it
+// matches distlock.ErrNotAcquired for contention and
 // distlock.ErrUnavailable for outages (see QuorumError). If another call
-// of this Locker holds or is acquiring key, it fails at once, without I/O,
-// with an error matching distlock.ErrNotAcquired (see slot.go).
+// of this Locker holds or is acquiring key, it fails at once, without
+// I/O, with an error matching distlock.ErrNotAcquired. An invalid key or
+// option, or a node that may evict keys (see Options.AllowEviction),
+// returns an error matching distlock.ErrInvalidArgument; after Close it
+// returns distlock.ErrClosed.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.resolve(key, opts)
 	if err != nil {
@@ -167,15 +171,17 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 
 // Acquire implements distlock.Locker. Calls of one Locker on one key take
 // turns locally first (in arrival order; only the first talks to the
-// nodes, see slot.go). Each attempt is one multiplexed
-// round trip (see TryAcquire). While the key is held, the call queues on
-// the nodes and waits for a release to wake it by pub/sub (the Locker opens
-// one subscription per node on its first Acquire), for the holder's TTL to
-// run out, or for Options.PollInterval, whichever comes first; while
-// nodes are unavailable, or after a split vote, it waits the random retry
-// delay instead. When ctx ends, the error matches distlock.ErrNotAcquired
-// and ctx.Err() and keeps the last *QuorumError, and the call leaves the
-// queues in the background.
+// nodes). Each attempt is one multiplexed round trip (see TryAcquire).
+// While the key is held, the call queues on the nodes and waits for a
+// release to wake it by pub/sub (the Locker opens one subscription per
+// node on its first Acquire), for the holder's TTL to run out, or for
+// Options.PollInterval (default DefaultPollInterval), whichever comes
+// first; while nodes are unavailable, or after a split vote, it waits the
+// random retry delay instead. When ctx ends, the error matches
+// distlock.ErrNotAcquired and ctx.Err() and keeps the last *QuorumError,
+// and the call leaves the queues in the background. Invalid arguments
+// return an error matching distlock.ErrInvalidArgument, as TryAcquire;
+// Close makes a blocked Acquire return distlock.ErrClosed.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.resolve(key, opts)
 	if err != nil {

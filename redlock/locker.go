@@ -95,12 +95,13 @@ func (l *Locker) Guarantees() distlock.Guarantees {
 	}
 }
 
-// Close wakes this Locker's blocked Acquire calls (they return ErrClosed),
-// closes every connection (requests in flight fail at once), and waits for
-// every goroutine the Locker started (subscribers, clean-ups) to exit.
-// Leases still held are not released; they expire after their TTL, and
-// their Release and Extend fail with distlock.ErrUnavailable. Later calls
-// return ErrClosed. Close is idempotent and returns nil.
+// Close wakes this Locker's blocked Acquire calls (they return
+// distlock.ErrClosed), closes every connection (requests in flight fail
+// at once), and waits for every goroutine the Locker started
+// (subscribers, clean-ups) to exit. Leases still held are not released;
+// they expire after their TTL, and their Release and Extend fail with
+// distlock.ErrUnavailable. Later calls return distlock.ErrClosed. Close
+// is idempotent and returns nil.
 func (l *Locker) Close() error {
 	l.lc.Close(lifecycle.Hooks{
 		WakeLocked: func() {
