@@ -24,12 +24,9 @@ import (
 // returns an error matching distlock.ErrInvalidArgument; after Close it
 // returns distlock.ErrClosed.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.resolve(key, opts)
+	o, err := l.enter(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
 	if err := retry.Ended(ctx, nil); err != nil {
@@ -183,12 +180,9 @@ func (l *Locker) attempt(ctx context.Context, key string, o distlock.Options, w 
 // return an error matching distlock.ErrInvalidArgument, as TryAcquire;
 // Close makes a blocked Acquire return distlock.ErrClosed.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
-	o, err := l.resolve(key, opts)
+	o, err := l.enter(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !l.lc.Enter() {
-		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
 	if err := l.checkServers(ctx, o.TTL); err != nil {

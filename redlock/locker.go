@@ -118,12 +118,17 @@ func (l *Locker) Close() error {
 	return nil
 }
 
-// resolve checks key (distlock.CheckKey, then checkKey) and resolves
-// opts; the error matches distlock.ErrInvalidArgument.
-func (l *Locker) resolve(key string, opts []distlock.Option) (distlock.Options, error) {
+// enter checks key (distlock.CheckKey, then checkKey) and resolves opts
+// (the error matches distlock.ErrInvalidArgument), then registers the
+// call with the lifecycle: every nil error must be matched by
+// l.lc.Leave. Once Close has begun it returns distlock.ErrClosed.
+func (l *Locker) enter(key string, opts []distlock.Option) (distlock.Options, error) {
 	o, err := l.opts.Lock.ResolveFor(key, opts...)
 	if err == nil {
 		err = l.checkKey(key)
+	}
+	if err == nil && !l.lc.Enter() {
+		err = distlock.ErrClosed
 	}
 	return o, err
 }
