@@ -10,9 +10,9 @@ import (
 	"github.com/distlock/distlock/zklock"
 )
 
-// testAutoExtend: under WithAutoExtend a lease outlives three TTLs with
-// its key refused to others and a validity within 0.6 x TTL ahead; after
-// its release the key is free.
+// testAutoExtend: under WithAutoExtend a lease outlives three TTLs while
+// every other TryAcquire of its key fails with ErrNotAcquired, with a
+// validity within 0.6 x TTL ahead; after its release the key is free.
 func testAutoExtend(t *testing.T, e *ensemble) {
 	key := uniqueKey(t)
 	const ttl = time.Second
