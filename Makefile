@@ -51,7 +51,7 @@ bench: images
 	cd bench && $(GO) test -run '^$$' -bench . -count 5 -timeout 60m ./...
 
 # The figures table of docs/benchmarks.md: runs the bench module's
-# benchmarks BENCH_COUNT times (default 3) and writes the medians of their
+# benchmarks BENCH_COUNT times (default 2) and writes the medians of their
 # ratios and counts between the table's markers (scripts/bench-table.sh).
 # Needs the images (make images).
 bench-table:

@@ -52,7 +52,7 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "the Markdown file holding the table markers")
 	cmd := flag.String("cmd", "make bench-table", "the command shown above the table")
 	flag.Parse()
-	figures, err := parse(os.Stdin)
+	figures, failed, err := parse(os.Stdin)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := splice(old, render(figures, *cmd))
+	out, err := splice(old, render(figures, failed, *cmd))
 	if err != nil {
 		log.Fatalf("%s: %v", *doc, err)
 	}
@@ -131,12 +131,21 @@ func derive(figures map[[2]string][]float64) map[[2]string][]float64 {
 
 // parse collects the ratio, count, latency and rate metrics of every
 // benchmark line, keyed by benchmark name and unit, one value per
-// repetition.
-func parse(r io.Reader) (map[[2]string][]float64, error) {
-	figures := map[[2]string][]float64{}
+// repetition, and the names of the benchmarks that failed.
+func parse(r io.Reader) (figures map[[2]string][]float64, failed []string, err error) {
+	figures = map[[2]string][]float64{}
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "--- FAIL: Benchmark"); ok {
+			name = procs.ReplaceAllString(name, "")
+			if !seen[name] {
+				seen[name] = true
+				failed = append(failed, name)
+			}
+			continue
+		}
 		f := strings.Fields(sc.Text())
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
 			continue
@@ -151,18 +160,19 @@ func parse(r io.Reader) (map[[2]string][]float64, error) {
 			}
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", name, f[i+1], err)
+				return nil, nil, fmt.Errorf("%s: %s: %w", name, f[i+1], err)
 			}
 			k := [2]string{name, f[i+1]}
 			figures[k] = append(figures[k], v)
 		}
 	}
-	return figures, sc.Err()
+	sort.Slice(failed, func(i, j int) bool { return naturalLess(failed[i], failed[j]) })
+	return figures, failed, sc.Err()
 }
 
 // render writes the table: one row per benchmark and unit, the median of
-// its repetitions.
-func render(figures map[[2]string][]float64, cmd string) string {
+// its repetitions; then the benchmarks that failed, if any.
+func render(figures map[[2]string][]float64, failed []string, cmd string) string {
 	keys := make([][2]string, 0, len(figures))
 	for k := range figures {
 		keys = append(keys, k)
@@ -179,6 +189,10 @@ func render(figures map[[2]string][]float64, cmd string) string {
 	b.WriteString("| benchmark | figure | value |\n| --- | --- | --- |\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", k[0], k[1], format(median(figures[k])))
+	}
+	if len(failed) > 0 {
+		b.WriteString("\nFailed in at least one repetition of the run that wrote this table (the figures of their passing repetitions are included): ")
+		b.WriteString(strings.Join(failed, ", ") + ".\n")
 	}
 	return b.String()
 }
