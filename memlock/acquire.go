@@ -34,7 +34,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // returns distlock.ErrClosed.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	return l.call(key, opts, func(o distlock.Options) (distlock.Lease, error) {
-		return retry.AcquirePushOnly(ctx,
+		return retry.Acquire(ctx,
 			func(context.Context) (distlock.Lease, error) {
 				if l.lc.Closed() {
 					return nil, distlock.ErrClosed

@@ -87,7 +87,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	k := l.keysFor(key)
 	// attempt arms the waiter's own timer (expiry, poll interval, retry
 	// delay while disconnected) for every next turn, so no extra polling.
-	ls, err := retry.AcquirePushOnly(ctx,
+	ls, err := retry.Acquire(ctx,
 		func(ctx context.Context) (distlock.Lease, error) { return l.attempt(ctx, k, key, w, o) },
 		func(ctx context.Context) (<-chan struct{}, func()) {
 			l.subscribe(ctx)
@@ -115,7 +115,7 @@ func (l *Locker) tryOnce(ctx context.Context, k keySet, key string, o distlock.O
 }
 
 // attempt is one turn of Acquire's loop, which never sleeps on its own
-// (Acquire runs it through retry.AcquirePushOnly): every turn that
+// (Acquire runs it through retry.Acquire): every turn that
 // does not return a lease arms w's timer for the next turn. A queued
 // waiter whose subscription has stayed up since its last request answers
 // locally until a hand-off arrives or pollAt passes (the holder's TTL, at

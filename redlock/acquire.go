@@ -205,7 +205,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 	// finds the key held; a woken one backs off instead (see below).
 	first := true
 	lostWakes := 0 // consecutive push wake-ups that lost the race
-	ls, err := retry.AcquirePushOnly(ctx,
+	ls, err := retry.Acquire(ctx,
 		func(ctx context.Context) (distlock.Lease, error) {
 			if l.lc.Closed() {
 				return nil, distlock.ErrClosed

@@ -1,7 +1,10 @@
-// Package retry is the blocking-acquire loop, its pacing and its
-// context-error joining (Ended), shared by the backends: one
-// attempt, then a wait that ends early on a push wake-up, with a random
-// delay that desynchronises competing clients, until ctx ends.
+// Package retry is the blocking-acquire loop and its parts, shared by the
+// backends: Acquire (attempt, then wait for a push wake-up, until ctx
+// ends), used by memlock, redissingle and redlock; Wait, Delay (a random
+// delay that desynchronises competing clients) and Ended (a context's end
+// joined with the last error), from which pgadvisory, etcdlock and zklock
+// build the loops their servers need; and Backoff, the pacing of
+// background reconnects.
 package retry
 
 import (
@@ -30,38 +33,28 @@ type Attempt func(ctx context.Context) (distlock.Lease, error)
 // Subscribe registers interest in wake-ups for the key before an attempt
 // is made, so a release between the attempt and the wait is not missed. It
 // returns a channel that receives (or closes) on a wake-up and a cancel
-// func; a nil Subscribe means polling only.
+// func.
 type Subscribe func(ctx context.Context) (wake <-chan struct{}, cancel func())
 
 // Acquire runs attempts until one succeeds, a non-retryable error occurs,
-// or ctx ends, waiting between attempts for a wake-up or a random delay in
-// [opts.RetryMin, opts.RetryMax]. When ctx ends, the error matches
-// distlock.ErrNotAcquired and ctx.Err(), joined with the last attempt's
-// error.
-func Acquire(ctx context.Context, opts distlock.Options, attempt Attempt, subscribe Subscribe) (distlock.Lease, error) {
-	return loop(ctx, func() time.Duration { return Delay(opts.RetryMin, opts.RetryMax) }, attempt, subscribe)
-}
-
-// AcquirePushOnly is Acquire for backends whose wake-ups cannot be missed
-// (their Subscribe channel also fires on expiry and on any fallback timer
-// the backend arms): between attempts it waits only for the wake-up or for
-// ctx, never polls.
-func AcquirePushOnly(ctx context.Context, attempt Attempt, subscribe Subscribe) (distlock.Lease, error) {
-	return loop(ctx, nil, attempt, subscribe)
-}
-
-// loop is the attempt-wait cycle; delay nil means wait for wake-ups only.
-func loop(ctx context.Context, delay func() time.Duration, attempt Attempt, subscribe Subscribe) (distlock.Lease, error) {
+// or ctx ends; between attempts it waits for the wake-up subscribe arms
+// (subscribe must not be nil) and never polls, so it suits backends whose wake-ups
+// cannot be missed (their channel also fires on expiry and on any fallback
+// timer the backend arms). Errors matching distlock.ErrNotAcquired or
+// distlock.ErrUnavailable are retried; any other error ends the loop. When
+// ctx ends, the error matches distlock.ErrNotAcquired and ctx.Err(),
+// joined with the last attempt's error (see Ended).
+//
+// Backends whose waits differ (an error that matches ErrUnavailable but
+// must end the wait, a retry only before queueing on the server) write
+// their own loop from Wait, Delay and Ended.
+func Acquire(ctx context.Context, attempt Attempt, subscribe Subscribe) (distlock.Lease, error) {
 	var last error
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, err, last)
+		if err := Ended(ctx, last); err != nil {
+			return nil, err
 		}
-		var wake <-chan struct{}
-		cancel := func() {}
-		if subscribe != nil {
-			wake, cancel = subscribe(ctx)
-		}
+		wake, cancel := subscribe(ctx)
 		l, err := attempt(ctx)
 		if err == nil {
 			cancel()
@@ -70,22 +63,15 @@ func loop(ctx context.Context, delay func() time.Duration, attempt Attempt, subs
 		if !errors.Is(err, distlock.ErrNotAcquired) && !errors.Is(err, distlock.ErrUnavailable) {
 			cancel()
 			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-				return nil, errors.Join(distlock.ErrNotAcquired, cerr, err)
+				return nil, Ended(ctx, err)
 			}
 			return nil, err
 		}
 		if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 			last = err
 		}
-		var d time.Duration
-		if delay != nil {
-			d = delay()
-		}
-		err = Wait(ctx, d, wake)
+		_ = Wait(ctx, 0, wake) // a ctx that ended is reported at the top
 		cancel()
-		if err != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, err, last)
-		}
 	}
 }
 
