@@ -140,11 +140,10 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 // dataVolumes mounts an anonymous Docker volume at each of paths that
 // tmpfs does not mount. A server's data directory lives there, as the
 // official images' VOLUME declarations put it, not in the container's
-// writable layer: on this machine kind that layer is fuse-overlayfs, where
-// a synchronous 4 KiB write took 470-670 us against 250 us on a volume
-// (the host's ext4), which made every fsync-bound figure (etcd's Raft
-// writes, Postgres's WAL flushes, Redis's appendfsync always) measure the
-// FUSE layer. A volume lives as long as its container, like the writable
+// writable layer: where that layer is fuse-overlayfs, a synchronous write
+// costs about twice what it costs on a volume (the host's file system), and
+// every fsync-bound figure (etcd's Raft writes, Postgres's WAL flushes,
+// Redis's appendfsync always) would measure the FUSE layer. A volume lives as long as its container, like the writable
 // layer: it survives Kill, Stop and Start, and Terminate removes it. Each
 // carries the testbed's labels, so that make clean-containers finds one
 // whose container went some other way.
