@@ -2,10 +2,11 @@ package redissingle
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/lifecycle"
 )
 
 // scripter is what the scripts run on: the client, or one pinned
@@ -29,49 +30,12 @@ func (l *Locker) runInt(ctx context.Context, c scripter, s *redis.Script, keys [
 	}, nil)
 }
 
-// exec runs one request f and returns its result, or the error of ctx as
-// soon as ctx ends. go-redis bounds a request by ctx's deadline only with
-// ContextTimeoutEnabled and never by cancellation, so f runs on a
-// goroutine of l's lifecycle (Close waits for it) when ctx can end. If the
-// caller leaves first, abandoned (if not nil) is called with f's result
-// when f returns, to clean up after a request that may have taken effect.
-// On a closed Locker (a lease released after Close), f runs on the
-// caller's goroutine.
+// exec runs one request f and returns its result, or the cause of ctx's
+// end as soon as ctx ends. go-redis bounds a request by ctx's deadline
+// only with ContextTimeoutEnabled and never by cancellation, so f runs
+// detached on a goroutine of l's lifecycle (see lifecycle.Detach) when
+// ctx can end; abandoned (if not nil) cleans up after a request the
+// caller left, which may have taken effect.
 func exec[T any](l *Locker, ctx context.Context, f func(context.Context) (T, error), abandoned func(T, error)) (T, error) {
-	if ctx.Done() == nil {
-		return f(ctx)
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	const (
-		running = iota
-		delivered
-		left
-	)
-	var state atomic.Int32
-	ch := make(chan result, 1)
-	started := l.lc.Go(func() {
-		v, err := f(context.WithoutCancel(ctx))
-		if state.CompareAndSwap(running, delivered) {
-			ch <- result{v, err}
-		} else if abandoned != nil {
-			abandoned(v, err)
-		}
-	})
-	if !started {
-		return f(ctx)
-	}
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		if state.CompareAndSwap(running, left) {
-			var zero T
-			return zero, context.Cause(ctx)
-		}
-		r := <-ch
-		return r.v, r.err
-	}
+	return lifecycle.Detach(&l.lc, ctx, f, abandoned, context.Cause)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lifecycle"
 )
 
 // MultiIfHeld runs ops atomically in one ZooKeeper transaction
@@ -46,4 +47,15 @@ func (l *Locker) MultiIfHeld(ctx context.Context, ls distlock.Lease, ops ...any)
 		}
 	}
 	return nil, wrap("multi", err)
+}
+
+// call runs one go-zookeeper request f, which has no context, and returns
+// its result, or ctx's error (ctxErr) as soon as ctx ends: f runs
+// detached on a goroutine of l's lifecycle (see lifecycle.Detach) when ctx
+// can end, and abandoned (if not nil) cleans up after a request the caller
+// left, which may have taken effect. A request returns at the latest when
+// go-zookeeper gives the connection up (two thirds of the session timeout
+// without a byte from the server) or the Locker closes.
+func call[T any](l *Locker, ctx context.Context, f func() (T, error), abandoned func(T, error)) (T, error) {
+	return lifecycle.Detach(&l.lc, ctx, func(context.Context) (T, error) { return f() }, abandoned, ctxErr)
 }
