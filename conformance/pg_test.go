@@ -110,7 +110,7 @@ func (a pgAdmin) commands(ctx context.Context) (int64, error) {
 // (fencing.SQLGuard) on a table of the same server.
 func (a pgAdmin) guardedWrite(ctx context.Context, ls distlock.Lease, value string) error {
 	return a.do(ctx, func(c *pgx.Conn) error {
-		return a.guard.Write(ctx, pgadvisory.GuardDB(c), ls.Key(), ls.Fence(), value)
+		return a.guard.Write(ctx, pgadvisory.FencingDB(c), ls.Key(), ls.Fence(), value)
 	})
 }
 
@@ -118,7 +118,7 @@ func (a pgAdmin) guardedWrite(ctx context.Context, ls distlock.Lease, value stri
 func (a pgAdmin) guardedRead(ctx context.Context, key string) (string, error) {
 	var v string
 	err := a.do(ctx, func(c *pgx.Conn) error {
-		_, err := a.guard.Read(ctx, pgadvisory.GuardDB(c), key, &v)
+		_, err := a.guard.Read(ctx, pgadvisory.FencingDB(c), key, &v)
 		if errors.Is(err, fencing.ErrNoRow) {
 			return nil
 		}

@@ -14,7 +14,7 @@ import (
 var ErrNoRow = errors.New("fencing: no such row")
 
 // SQLDB is what a SQLGuard runs its statements on. DatabaseSQL adapts a
-// database/sql handle; pgadvisory.GuardDB adapts a pgx connection,
+// database/sql handle; pgadvisory.FencingDB adapts a pgx connection,
 // transaction or pool.
 type SQLDB interface {
 	// Exec runs a statement and returns the number of rows it affected.

@@ -40,7 +40,7 @@ func (p *perCall) with(ctx context.Context, f func(fencing.SQLDB) error) error {
 		return err
 	}
 	defer c.Close(context.Background())
-	return f(pgadvisory.GuardDB(c))
+	return f(pgadvisory.FencingDB(c))
 }
 
 func (p *perCall) Exec(ctx context.Context, q string, args ...any) (n int64, err error) {
