@@ -25,17 +25,8 @@ func init() {
 // open is the Opener of "postgres://" and "postgresql://" URLs. It does
 // no I/O.
 func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
-	ours, rest := *u, *u
-	q, other := url.Values{}, u.Query()
-	for _, name := range params {
-		if vs, ok := other[name]; ok {
-			q[name] = vs
-			delete(other, name)
-		}
-	}
-	ours.RawQuery, rest.RawQuery = q.Encode(), other.Encode()
-
-	p := urlopt.New(&ours)
+	ours, rest := urlopt.Split(u, params)
+	p := urlopt.New(ours)
 	opts := Options{
 		Lock:              p.LockOptions(),
 		Namespace:         p.String("namespace", DefaultNamespace),

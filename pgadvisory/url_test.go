@@ -34,6 +34,7 @@ func TestOpenRejects(t *testing.T) {
 		"postgres://u@127.0.0.1:1/db?fence_sequence=a.b.c",
 		"postgres://u@127.0.0.1:1/db?connect_timeout=banana", // pgx's, malformed
 		"postgres://u@127.0.0.1:1/db?sslmode=bogus",
+		"postgres://u@127.0.0.1:1/db?ttl=5s&namespace=%zz", // a query that does not parse
 	} {
 		l, err := distlock.Open(ctx, u)
 		if !errors.Is(err, distlock.ErrInvalidArgument) {

@@ -34,7 +34,8 @@ func TestOpenRejects(t *testing.T) {
 		"redis://127.0.0.1:1/0?prefix=distlock:",    // ours, reserved
 		"redis://127.0.0.1:1/0?dial_timeout=banana", // go-redis's, malformed
 		"redis://127.0.0.1:1/0?wait_replicas=x",
-		"redis://127.0.0.1:1/x", // not a database number
+		"redis://127.0.0.1:1/x",                   // not a database number
+		"redis://127.0.0.1:1/0?ttl=5s&prefix=%zz", // a query that does not parse
 	} {
 		l, err := distlock.Open(ctx, u)
 		if !errors.Is(err, distlock.ErrInvalidArgument) {

@@ -167,3 +167,26 @@ func (p *Params) Done() error {
 	}
 	return nil
 }
+
+// Split divides u's query between the Locker and its client library:
+// ours holds the parameters named in names (the ones the backend reads
+// with a Params), rest every other one, for the client's own URL parser,
+// which rejects those it does not know. Both are copies of u; a query
+// that does not parse leaves ours with u's raw query, so New reports it.
+func Split(u *url.URL, names []string) (ours, rest *url.URL) {
+	o, r := *u, *u
+	other, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		r.RawQuery = ""
+		return &o, &r
+	}
+	q := url.Values{}
+	for _, name := range names {
+		if vs, ok := other[name]; ok {
+			q[name] = vs
+			delete(other, name)
+		}
+	}
+	o.RawQuery, r.RawQuery = q.Encode(), other.Encode()
+	return &o, &r
+}

@@ -58,3 +58,21 @@ func TestBadValues(t *testing.T) {
 		t.Fatalf("autoextend=true: %+v %v", o, p.Done())
 	}
 }
+
+// TestSplit: the named parameters go to ours, every other one to rest, and
+// a malformed query stays with ours so that New reports it.
+func TestSplit(t *testing.T) {
+	u, _ := url.Parse("redis://h:1/0?ttl=5s&dial_timeout=1s&prefix=p&ttl=6s")
+	ours, rest := urlopt.Split(u, []string{"ttl", "prefix"})
+	if got := ours.Query(); got.Get("prefix") != "p" || len(got["ttl"]) != 2 || got.Has("dial_timeout") {
+		t.Errorf("ours = %q", ours.RawQuery)
+	}
+	if got := rest.Query(); got.Get("dial_timeout") != "1s" || got.Has("ttl") || rest.Host != "h:1" || rest.Path != "/0" {
+		t.Errorf("rest = %q", rest.String())
+	}
+	bad, _ := url.Parse("redis://h:1/0?ttl=%zz")
+	ours, rest = urlopt.Split(bad, []string{"ttl"})
+	if err := urlopt.New(ours).Done(); !errors.Is(err, distlock.ErrInvalidArgument) || rest.RawQuery != "" {
+		t.Errorf("malformed query: New(ours).Done() = %v, rest %q", err, rest.RawQuery)
+	}
+}
