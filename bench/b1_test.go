@@ -29,19 +29,45 @@ const b1Rounds = 3
 // every iteration, timing each operation, so that the machine's slow
 // phases hit all four alike; the per-phase rounds are more exposed to them.
 func BenchmarkB1Uncontended(b *testing.B) {
+	impls := b1Impls(b)
+	nsop := map[string][]float64{}
+	for r := range b1Rounds {
+		for i := range impls {
+			im := impls[(i+r)%len(impls)]
+			nsop[im.name] = append(nsop[im.name], b1Phase(b, im))
+		}
+	}
+	b.Run("ratio", func(b *testing.B) {
+		m := map[string]float64{}
+		for _, im := range impls {
+			m[im.name] = median(nsop[im.name])
+		}
+		reportB1(b, impls, m)
+		b.ReportMetric(0, "ns/op")
+	})
+	// interleaved: every iteration runs each implementation once, in
+	// rotating order, timing each operation; slow phases of the machine
+	// then hit all of them alike.
+	b.Run("interleaved", func(b *testing.B) { b1Interleaved(b, impls) })
+}
+
+// b1Impl is one acquire-then-release implementation measured by B1.
+type b1Impl struct {
+	name string
+	op   func(ctx context.Context, key string) error
+}
+
+// b1Impls starts the Redis server and returns the four implementations
+// BenchmarkB1Uncontended measures, in their rotation order.
+func b1Impls(b *testing.B) []b1Impl {
 	node := startRedis(b)
 	raw := newClient(b, node, nil)
 	ours := newLocker(b, node, nil, nil)
 	bsm := redislock.New(newClient(b, node, nil))
 	cctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	b.Cleanup(cancel)
 	const ttl = 30 * time.Second
-
-	type impl struct {
-		name string
-		op   func(ctx context.Context, key string) error
-	}
-	impls := []impl{
+	return []b1Impl{
 		{"raw", func(ctx context.Context, key string) error {
 			var tb [16]byte
 			_, _ = rand.Read(tb[:])
@@ -74,69 +100,65 @@ func BenchmarkB1Uncontended(b *testing.B) {
 			return lk.Release(ctx)
 		}},
 	}
-	nsop := map[string][]float64{}
-	for r := range b1Rounds {
-		for i := range impls {
-			im := impls[(i+r)%len(impls)]
-			var last float64
-			b.Run(im.name, func(b *testing.B) {
-				ctx := context.Background()
-				key := "b1:" + im.name
-				if err := im.op(ctx, key); err != nil { // warm: connection, script cache
-					b.Fatal(err)
-				}
-				b.ResetTimer()
-				start := time.Now()
-				for range b.N {
-					if err := im.op(ctx, key); err != nil {
-						b.Fatal(err)
-					}
-				}
-				last = float64(time.Since(start).Nanoseconds()) / float64(b.N)
-			})
-			nsop[im.name] = append(nsop[im.name], last)
-		}
-	}
-	b.Run("ratio", func(b *testing.B) {
-		m := map[string]float64{}
-		for _, im := range impls {
-			m[im.name] = median(nsop[im.name])
-			b.ReportMetric(m[im.name]/1e3, im.name+"-us")
-		}
-		b.ReportMetric(m["ours"]/m["raw"], "ours/raw")
-		b.ReportMetric(m["ours"]/m["bsm"], "ours/bsm")
-		b.ReportMetric(m["ours-ctx"]/m["raw"], "ours-ctx/raw")
-		b.ReportMetric(0, "ns/op")
-	})
-	// interleaved: every iteration runs each implementation once, in
-	// rotating order, timing each operation; slow phases of the machine
-	// then hit all of them alike.
-	b.Run("interleaved", func(b *testing.B) {
+}
+
+// b1Phase runs im alone as the sub-benchmark im.name, after one warm-up
+// call, and returns its mean ns per acquire-release pair.
+func b1Phase(b *testing.B, im b1Impl) float64 {
+	var last float64
+	b.Run(im.name, func(b *testing.B) {
 		ctx := context.Background()
-		total := make([]time.Duration, len(impls))
-		for i, im := range impls {
-			if err := im.op(ctx, "b1i:"+im.name); err != nil {
+		key := "b1:" + im.name
+		if err := im.op(ctx, key); err != nil { // warm: connection, script cache
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			if err := im.op(ctx, key); err != nil {
 				b.Fatal(err)
 			}
-			total[i] = 0
 		}
-		for n := range b.N {
-			for j := range impls {
-				i := (j + n) % len(impls)
-				start := time.Now()
-				if err := impls[i].op(ctx, "b1i:"+impls[i].name); err != nil {
-					b.Fatal(err)
-				}
-				total[i] += time.Since(start)
-			}
-		}
-		m := map[string]float64{}
-		for i, im := range impls {
-			m[im.name] = float64(total[i].Nanoseconds()) / float64(b.N)
-			b.ReportMetric(m[im.name]/1e3, im.name+"-us")
-		}
-		b.ReportMetric(m["ours"]/m["raw"], "ours/raw")
-		b.ReportMetric(m["ours"]/m["bsm"], "ours/bsm")
-		b.ReportMetric(m["ours-ctx"]/m["raw"], "ours-ctx/raw")
+		last = float64(time.Since(start).Nanoseconds()) / float64(b.N)
 	})
+	return last
+}
+
+// b1Interleaved runs every implementation once per iteration, in rotating
+// order, timing each operation, and reports the means.
+func b1Interleaved(b *testing.B, impls []b1Impl) {
+	ctx := context.Background()
+	total := make([]time.Duration, len(impls))
+	for i, im := range impls {
+		if err := im.op(ctx, "b1i:"+im.name); err != nil {
+			b.Fatal(err)
+		}
+		total[i] = 0
+	}
+	for n := range b.N {
+		for j := range impls {
+			i := (j + n) % len(impls)
+			start := time.Now()
+			if err := impls[i].op(ctx, "b1i:"+impls[i].name); err != nil {
+				b.Fatal(err)
+			}
+			total[i] += time.Since(start)
+		}
+	}
+	m := map[string]float64{}
+	for i, im := range impls {
+		m[im.name] = float64(total[i].Nanoseconds()) / float64(b.N)
+	}
+	reportB1(b, impls, m)
+}
+
+// reportB1 reports each implementation's time m (ns) in us and the ratios
+// ours/raw, ours/bsm and ours-ctx/raw.
+func reportB1(b *testing.B, impls []b1Impl, m map[string]float64) {
+	for _, im := range impls {
+		b.ReportMetric(m[im.name]/1e3, im.name+"-us")
+	}
+	b.ReportMetric(m["ours"]/m["raw"], "ours/raw")
+	b.ReportMetric(m["ours"]/m["bsm"], "ours/bsm")
+	b.ReportMetric(m["ours-ctx"]/m["raw"], "ours-ctx/raw")
 }
