@@ -31,10 +31,7 @@ func BenchmarkPGB1Uncontended(b *testing.B) {
 	// than ours, which serves one in three.
 	raw, rawF := s.rawConn(b), s.rawConn(b)
 	ctx := context.Background()
-	impls := []struct {
-		name string
-		op   func(key string) error
-	}{
+	impls := []pgB1Impl{
 		{"ours", func(key string) error {
 			ls, err := ours.TryAcquire(ctx, key)
 			if err != nil {
@@ -79,21 +76,7 @@ func BenchmarkPGB1Uncontended(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for range pgB1Rounds {
-			spent := make([]time.Duration, len(impls))
-			for j := range pgB1Ops {
-				for i := range impls {
-					k := (i + j) % len(impls)
-					im := impls[k]
-					start := time.Now()
-					if err := im.op(fmt.Sprintf("pgb1:%s:%d", im.name, j%16)); err != nil {
-						b.Fatalf("%s: %v", im.name, err)
-					}
-					spent[k] += time.Since(start)
-				}
-			}
-			for k, im := range impls {
-				us[im.name] = append(us[im.name], float64(spent[k].Microseconds())/pgB1Ops)
-			}
+			pgB1Round(b, impls, us)
 		}
 	}
 	b.StopTimer()
@@ -105,4 +88,30 @@ func BenchmarkPGB1Uncontended(b *testing.B) {
 	b.ReportMetric(o/rf, "ours/raw+nextval")
 	b.ReportMetric(float64(s.sessions(b, "distlock")), "ours-conns")
 	b.Logf("rounds: ours %v, raw %v, raw+nextval %v", us["ours"], us["raw"], us["raw+nextval"])
+}
+
+// pgB1Impl is one acquire-then-release implementation measured by B1.
+type pgB1Impl struct {
+	name string
+	op   func(key string) error
+}
+
+// pgB1Round runs pgB1Ops interleaved iterations of impls and appends each
+// one's mean per-pair time (us) to us[name].
+func pgB1Round(b *testing.B, impls []pgB1Impl, us map[string][]float64) {
+	spent := make([]time.Duration, len(impls))
+	for j := range pgB1Ops {
+		for i := range impls {
+			k := (i + j) % len(impls)
+			im := impls[k]
+			start := time.Now()
+			if err := im.op(fmt.Sprintf("pgb1:%s:%d", im.name, j%16)); err != nil {
+				b.Fatalf("%s: %v", im.name, err)
+			}
+			spent[k] += time.Since(start)
+		}
+	}
+	for k, im := range impls {
+		us[im.name] = append(us[im.name], float64(spent[k].Microseconds())/pgB1Ops)
+	}
 }
