@@ -23,63 +23,9 @@ import (
 // operation. Run with -benchtime=1x.
 func BenchmarkRedlockB6Nodes(b *testing.B) {
 	c := startRedlockNodes(b, 7)
-	ctx := context.Background()
-	type impl struct {
-		name string
-		op   func(key string) error
-	}
-	mk := func(addrs []string) []impl {
-		ours := c.ours(b, addrs, nil)
-		rs := c.redsync(b, addrs)
-		floor := newRLFloor(b, addrs)
-		return []impl{
-			{"ours", func(key string) error {
-				ls, err := ours.TryAcquire(ctx, key)
-				if err != nil {
-					return err
-				}
-				return ls.Release(ctx)
-			}},
-			{"redsync", func(key string) error {
-				m := rs.NewMutex(key, redsync.WithExpiry(30*time.Second), redsync.WithTries(1))
-				if err := m.TryLockContext(ctx); err != nil {
-					return err
-				}
-				_, err := m.UnlockContext(ctx)
-				return err
-			}},
-			{"floor", func(key string) error { return floor.pair(b, key, 30*time.Second) }},
-		}
-	}
-	p50 := func(im impl, n int) time.Duration {
-		ds := make([]time.Duration, n)
-		for i := range ds {
-			start := time.Now()
-			if err := im.op(fmt.Sprintf("rlb6:%s:%d", im.name, i%16)); err != nil {
-				b.Fatalf("%s: %v", im.name, err)
-			}
-			ds[i] = time.Since(start)
-		}
-		return percentile(ds, 0.5)
-	}
 	res := map[string]map[int]time.Duration{"ours": {}, "redsync": {}, "floor": {}}
 	for _, n := range []int{1, 3, 5, 7} {
-		impls := mk(c.addrs[:n])
-		for _, im := range impls {
-			p50(im, 200) // warm
-		}
-		for r := range len(impls) {
-			for i := range impls {
-				im := impls[(i+r)%len(impls)]
-				d := p50(im, 1000)
-				if old, ok := res[im.name][n]; !ok || d < old {
-					res[im.name][n] = d
-				}
-			}
-		}
-		b.ReportMetric(float64(res["ours"][n].Microseconds()), fmt.Sprintf("ours-N%d-us", n))
-		b.ReportMetric(float64(res["redsync"][n].Microseconds()), fmt.Sprintf("redsync-N%d-us", n))
-		b.ReportMetric(float64(res["floor"][n].Microseconds()), fmt.Sprintf("floor-N%d-us", n))
+		rlB6Sweep(b, rlB6Impls(b, c, c.addrs[:n]), n, res)
 	}
 	slope := map[string]float64{}
 	for _, name := range []string{"ours", "redsync", "floor"} {
@@ -88,7 +34,80 @@ func BenchmarkRedlockB6Nodes(b *testing.B) {
 	}
 	b.ReportMetric(slope["ours"]/slope["floor"], "ours-slope/floor-slope")
 	// One node of 5 frozen, then killed.
-	impls := mk(c.addrs[:5])
+	rlB6Faults(b, c, rlB6Impls(b, c, c.addrs[:5]))
+	b.Logf("ours default node timeout %v", redlock.DefaultNodeTimeout)
+}
+
+// rlB6Impl is one acquire-then-release implementation measured by B6.
+type rlB6Impl struct {
+	name string
+	op   func(key string) error
+}
+
+// rlB6Impls returns ours, redsync and the floor over the masters addrs
+// of c.
+func rlB6Impls(b *testing.B, c *rlCluster, addrs []string) []rlB6Impl {
+	ctx := context.Background()
+	ours := c.ours(b, addrs, nil)
+	rs := c.redsync(b, addrs)
+	floor := newRLFloor(b, addrs)
+	return []rlB6Impl{
+		{"ours", func(key string) error {
+			ls, err := ours.TryAcquire(ctx, key)
+			if err != nil {
+				return err
+			}
+			return ls.Release(ctx)
+		}},
+		{"redsync", func(key string) error {
+			m := rs.NewMutex(key, redsync.WithExpiry(30*time.Second), redsync.WithTries(1))
+			if err := m.TryLockContext(ctx); err != nil {
+				return err
+			}
+			_, err := m.UnlockContext(ctx)
+			return err
+		}},
+		{"floor", func(key string) error { return floor.pair(b, key, 30*time.Second) }},
+	}
+}
+
+// rlB6P50 runs im n times over 16 keys and returns the median time.
+func rlB6P50(b *testing.B, im rlB6Impl, n int) time.Duration {
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		start := time.Now()
+		if err := im.op(fmt.Sprintf("rlb6:%s:%d", im.name, i%16)); err != nil {
+			b.Fatalf("%s: %v", im.name, err)
+		}
+		ds[i] = time.Since(start)
+	}
+	return percentile(ds, 0.5)
+}
+
+// rlB6Sweep measures impls over n masters, alternating, records each
+// one's best p50 in res[name][n] and reports it.
+func rlB6Sweep(b *testing.B, impls []rlB6Impl, n int, res map[string]map[int]time.Duration) {
+	for _, im := range impls {
+		rlB6P50(b, im, 200) // warm
+	}
+	for r := range len(impls) {
+		for i := range impls {
+			im := impls[(i+r)%len(impls)]
+			d := rlB6P50(b, im, 1000)
+			if old, ok := res[im.name][n]; !ok || d < old {
+				res[im.name][n] = d
+			}
+		}
+	}
+	b.ReportMetric(float64(res["ours"][n].Microseconds()), fmt.Sprintf("ours-N%d-us", n))
+	b.ReportMetric(float64(res["redsync"][n].Microseconds()), fmt.Sprintf("redsync-N%d-us", n))
+	b.ReportMetric(float64(res["floor"][n].Microseconds()), fmt.Sprintf("floor-N%d-us", n))
+}
+
+// rlB6Faults freezes the fifth node, then kills it, and reports the p50
+// of impls (over the first five masters) in each state.
+func rlB6Faults(b *testing.B, c *rlCluster, impls []rlB6Impl) {
+	ctx := context.Background()
 	for _, fault := range []string{"paused", "killed"} {
 		var err error
 		if fault == "paused" {
@@ -110,7 +129,7 @@ func BenchmarkRedlockB6Nodes(b *testing.B) {
 				}
 				n = 1
 			}
-			d := p50(im, n)
+			d := rlB6P50(b, im, n)
 			b.ReportMetric(float64(d.Microseconds()), fmt.Sprintf("%s-%s-us", im.name, fault))
 		}
 		if fault == "paused" {
@@ -119,5 +138,4 @@ func BenchmarkRedlockB6Nodes(b *testing.B) {
 			}
 		}
 	}
-	b.Logf("ours default node timeout %v", redlock.DefaultNodeTimeout)
 }
