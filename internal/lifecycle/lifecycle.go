@@ -26,11 +26,12 @@ type Lifecycle struct {
 	closed    bool
 	wg        sync.WaitGroup // calls in flight and goroutines started by Go
 	closing   *stop.Signal
+	finished   chan struct{} // closed when the first Close has finished
 	watchdogs lease.Group
 }
 
 // Init makes the zero Lifecycle ready: open, nothing in flight.
-func (c *Lifecycle) Init() { c.closing = stop.New() }
+func (c *Lifecycle) Init() { c.closing, c.finished = stop.New(), make(chan struct{}) }
 
 // Lock takes the Lifecycle's mutex, which guards the closed flag and any
 // backend state the backend chooses to guard with it.
@@ -108,7 +109,8 @@ type Hooks struct {
 }
 
 // Close shuts the Locker down in one fixed order and reports whether this
-// call did it (false: Close had begun already, and nothing ran):
+// call did it (false: Close had begun already; then it runs nothing and
+// returns once the first Close has finished):
 //
 //  1. under Lock, set the closed flag (Enter and Go refuse from now on)
 //     and run h.WakeLocked;
@@ -125,6 +127,7 @@ func (c *Lifecycle) Close(h Hooks) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.finished
 		return false
 	}
 	c.closed = true
@@ -141,5 +144,6 @@ func (c *Lifecycle) Close(h Hooks) bool {
 	if h.Release != nil {
 		h.Release()
 	}
+	close(c.finished)
 	return true
 }

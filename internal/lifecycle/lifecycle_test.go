@@ -86,3 +86,33 @@ func TestCloseWaitsForCalls(t *testing.T) {
 	c.Leave()
 	<-done
 }
+
+// TestConcurrentCloseWaits: a Close that finds Close begun returns only
+// once the first Close has finished, so every caller of Close may rely on
+// the calls in flight having ended.
+func TestConcurrentCloseWaits(t *testing.T) {
+	c := newLifecycle()
+	if !c.Enter() {
+		t.Fatal("Enter reported false")
+	}
+	first := make(chan struct{})
+	go func() { c.Close(Hooks{}); close(first) }()
+	for !c.Closed() {
+		time.Sleep(time.Millisecond)
+	}
+	second := make(chan struct{})
+	go func() {
+		if c.Close(Hooks{}) {
+			t.Error("second Close reported true")
+		}
+		close(second)
+	}()
+	select {
+	case <-second:
+		t.Fatal("second Close returned while a call was in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	c.Leave()
+	<-first
+	<-second
+}
