@@ -209,8 +209,9 @@ func (s *session) grant(ctx context.Context) {
 	l.mu.Lock()
 	s.idleAt = time.Now()
 	l.mu.Unlock()
-	if !l.lc.Go(s.run) {
-		s.closeDown() // Close began after the check above
+	if !l.lc.Go(s.run) { // Close began after the check above
+		s.grantErr = unavailable("grant lease", distlock.ErrClosed)
+		s.closeDown()
 	}
 }
 
