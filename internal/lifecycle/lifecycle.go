@@ -26,7 +26,7 @@ type Lifecycle struct {
 	closed    bool
 	wg        sync.WaitGroup // calls in flight and goroutines started by Go
 	closing   *stop.Signal
-	finished   chan struct{} // closed when the first Close has finished
+	finished  chan struct{} // closed when the first Close has finished
 	watchdogs lease.Group
 }
 
