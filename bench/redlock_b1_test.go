@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/go-redsync/redsync/v4"
 )
 
 // rlB1Ops is how many acquire+release pairs each implementation runs per
@@ -30,31 +27,7 @@ const (
 // and ours/floor what our library adds to it. Run with -benchtime=1x.
 func BenchmarkRedlockB1Uncontended(b *testing.B) {
 	c := startRedlockNodes(b, 5)
-	ours := c.ours(b, c.addrs, nil)
-	rs := c.redsync(b, c.addrs)
-	floor := newRLFloor(b, c.addrs)
-	ctx := context.Background()
-	impls := []struct {
-		name string
-		op   func(key string) error
-	}{
-		{"ours", func(key string) error {
-			ls, err := ours.TryAcquire(ctx, key)
-			if err != nil {
-				return err
-			}
-			return ls.Release(ctx)
-		}},
-		{"redsync", func(key string) error {
-			m := rs.NewMutex(key, redsync.WithExpiry(30*time.Second), redsync.WithTries(1))
-			if err := m.TryLockContext(ctx); err != nil {
-				return err
-			}
-			_, err := m.UnlockContext(ctx)
-			return err
-		}},
-		{"floor", func(key string) error { return floor.pair(b, key, 30*time.Second) }},
-	}
+	impls := rlImpls(b, c, c.addrs)
 	for _, im := range impls { // warm up connections and scripts
 		for i := range 200 {
 			if err := im.op(fmt.Sprintf("rlb1:warm:%s:%d", im.name, i)); err != nil {

@@ -25,7 +25,7 @@ func BenchmarkRedlockB6Nodes(b *testing.B) {
 	c := startRedlockNodes(b, 7)
 	res := map[string]map[int]time.Duration{"ours": {}, "redsync": {}, "floor": {}}
 	for _, n := range []int{1, 3, 5, 7} {
-		rlB6Sweep(b, rlB6Impls(b, c, c.addrs[:n]), n, res)
+		rlB6Sweep(b, rlImpls(b, c, c.addrs[:n]), n, res)
 	}
 	slope := map[string]float64{}
 	for _, name := range []string{"ours", "redsync", "floor"} {
@@ -34,24 +34,25 @@ func BenchmarkRedlockB6Nodes(b *testing.B) {
 	}
 	b.ReportMetric(slope["ours"]/slope["floor"], "ours-slope/floor-slope")
 	// One node of 5 frozen, then killed.
-	rlB6Faults(b, c, rlB6Impls(b, c, c.addrs[:5]))
+	rlB6Faults(b, c, rlImpls(b, c, c.addrs[:5]))
 	b.Logf("ours default node timeout %v", redlock.DefaultNodeTimeout)
 }
 
-// rlB6Impl is one acquire-then-release implementation measured by B6.
-type rlB6Impl struct {
+// rlImpl is one acquire-then-release implementation measured by the
+// Redlock benchmarks.
+type rlImpl struct {
 	name string
 	op   func(key string) error
 }
 
-// rlB6Impls returns ours, redsync and the floor over the masters addrs
+// rlImpls returns ours, redsync and the floor over the masters addrs
 // of c.
-func rlB6Impls(b *testing.B, c *rlCluster, addrs []string) []rlB6Impl {
+func rlImpls(b *testing.B, c *rlCluster, addrs []string) []rlImpl {
 	ctx := context.Background()
 	ours := c.ours(b, addrs, nil)
 	rs := c.redsync(b, addrs)
 	floor := newRLFloor(b, addrs)
-	return []rlB6Impl{
+	return []rlImpl{
 		{"ours", func(key string) error {
 			ls, err := ours.TryAcquire(ctx, key)
 			if err != nil {
@@ -72,7 +73,7 @@ func rlB6Impls(b *testing.B, c *rlCluster, addrs []string) []rlB6Impl {
 }
 
 // rlB6P50 runs im n times over 16 keys and returns the median time.
-func rlB6P50(b *testing.B, im rlB6Impl, n int) time.Duration {
+func rlB6P50(b *testing.B, im rlImpl, n int) time.Duration {
 	ds := make([]time.Duration, n)
 	for i := range ds {
 		start := time.Now()
@@ -86,7 +87,7 @@ func rlB6P50(b *testing.B, im rlB6Impl, n int) time.Duration {
 
 // rlB6Sweep measures impls over n masters, alternating, records each
 // one's best p50 in res[name][n] and reports it.
-func rlB6Sweep(b *testing.B, impls []rlB6Impl, n int, res map[string]map[int]time.Duration) {
+func rlB6Sweep(b *testing.B, impls []rlImpl, n int, res map[string]map[int]time.Duration) {
 	for _, im := range impls {
 		rlB6P50(b, im, 200) // warm
 	}
@@ -106,7 +107,7 @@ func rlB6Sweep(b *testing.B, impls []rlB6Impl, n int, res map[string]map[int]tim
 
 // rlB6Faults freezes the fifth node, then kills it, and reports the p50
 // of impls (over the first five masters) in each state.
-func rlB6Faults(b *testing.B, c *rlCluster, impls []rlB6Impl) {
+func rlB6Faults(b *testing.B, c *rlCluster, impls []rlImpl) {
 	ctx := context.Background()
 	for _, fault := range []string{"paused", "killed"} {
 		var err error
