@@ -13,6 +13,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/etcdlock"
+	"github.com/distlock/distlock/internal/locktest"
 )
 
 // TestEtcdLock runs every healthy-cluster scenario on one 3-member
@@ -87,11 +88,7 @@ func (c *cluster) testAcquireReleaseContention(t *testing.T) {
 	if n := len(entries(t, admin, key)); n != 1 {
 		t.Fatalf("a failed TryAcquire left %d entries, want 1 (the holder's)", n)
 	}
-	mustRelease(t, ls)
-	wantErr(t, ls.Err(), distlock.ErrReleased)
-	if err := ls.Release(ctx); err != nil {
-		t.Fatalf("second Release: %v", err)
-	}
+	locktest.ReleaseTwice(t, ls)
 	if e := entries(t, admin, key); len(e) != 0 {
 		t.Fatalf("entries left after release: %v", e)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/locktest"
 	"github.com/distlock/distlock/redissingle"
 )
 
@@ -46,16 +47,7 @@ func acquireReleaseContention(t *testing.T, s *server) {
 	if errors.Is(err, distlock.ErrUnavailable) {
 		t.Fatalf("contention reported as unavailable: %v", err)
 	}
-	mustRelease(t, ls)
-	wantErr(t, ls.Err(), distlock.ErrReleased)
-	select {
-	case <-ls.Done():
-	default:
-		t.Fatal("Done not closed after Release")
-	}
-	if err := ls.Release(ctx); err != nil {
-		t.Fatalf("second Release: %v (want the first call's nil)", err)
-	}
+	locktest.ReleaseTwice(t, ls)
 	ls2, err := b.TryAcquire(ctx, key)
 	if err != nil {
 		t.Fatalf("TryAcquire after release: %v", err)

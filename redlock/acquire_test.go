@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/locktest"
 	"github.com/distlock/distlock/redlock"
 )
 
@@ -51,16 +52,7 @@ func (c *cluster) testAcquireReleaseContention(t *testing.T) {
 		wantErr(t, n.Err, redlock.ErrHeld)
 	}
 	t.Logf("contention: %v", err)
-	mustRelease(t, ls)
-	wantErr(t, ls.Err(), distlock.ErrReleased)
-	select {
-	case <-ls.Done():
-	default:
-		t.Fatal("Done not closed after Release")
-	}
-	if err := ls.Release(ctx); err != nil {
-		t.Fatalf("second Release: %v", err)
-	}
+	locktest.ReleaseTwice(t, ls)
 	if h := c.holders(t, key); len(h) > 0 {
 		t.Fatalf("key left on nodes %v after release", h)
 	}

@@ -56,6 +56,25 @@ func MustRelease(t testing.TB, ls distlock.Lease) {
 	}
 }
 
+// ReleaseTwice releases ls, then checks what a released lease reports:
+// Err matches distlock.ErrReleased, Done is closed, and a second Release
+// returns the first call's nil.
+func ReleaseTwice(t testing.TB, ls distlock.Lease) {
+	t.Helper()
+	MustRelease(t, ls)
+	WantErr(t, ls.Err(), distlock.ErrReleased)
+	select {
+	case <-ls.Done():
+	default:
+		t.Fatal("Done not closed after Release")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ls.Release(ctx); err != nil {
+		t.Fatalf("second Release: %v (want the first call's nil)", err)
+	}
+}
+
 // WantErr fails the test unless err matches every target.
 func WantErr(t testing.TB, err error, targets ...error) {
 	t.Helper()
