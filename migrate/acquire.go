@@ -1,0 +1,130 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// Acquire waits until the key is held in the Locker's phase or ctx ends.
+// PhaseFrom and PhaseTo wait on one backend. PhaseShadow waits on the old
+// backend only and returns as soon as it holds the key there. PhaseBoth
+// waits on the old backend, then on the new one while holding the old
+// one's lock, each with its own wake-ups; if the old lease ends during
+// that second wait (its validity is its bound: at most about one TTL
+// unless it is extended automatically), it releases what it holds and
+// starts over, so no waiter keeps the old lock past its validity. Errors
+// are those of distlock.Locker.Acquire: ErrNotAcquired with ctx.Err()
+// when ctx ends, ErrInvalidArgument, ErrClosed, and the backends' own.
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	return l.acquire(ctx, key, false, opts)
+}
+
+// TryAcquire makes one attempt on each backend the phase locks on:
+// PhaseBoth tries the old backend, then the new one, and releases the
+// old backend's lease if the new one is held elsewhere (ErrNotAcquired)
+// or cannot be reached (ErrUnavailable).
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
+	return l.acquire(ctx, key, true, opts)
+}
+
+func (l *Locker) acquire(ctx context.Context, key string, try bool, opts []distlock.Option) (distlock.Lease, error) {
+	if !l.lc.Enter() {
+		return nil, distlock.ErrClosed
+	}
+	defer l.lc.Leave()
+	switch l.opts.Phase {
+	case PhaseFrom:
+		a, err := take(ctx, l.from, key, try, opts)
+		return wrapSingle(a, true), err
+	case PhaseTo:
+		b, err := take(ctx, l.to, key, try, opts)
+		return wrapSingle(b, false), err
+	case PhaseShadow:
+		a, err := take(ctx, l.from, key, try, opts)
+		if err != nil {
+			return nil, err
+		}
+		return l.startShadow(a, key, opts), nil
+	default:
+		return l.acquireBoth(ctx, key, try, opts)
+	}
+}
+
+// take acquires key on one backend.
+func take(ctx context.Context, lk distlock.Locker, key string, try bool, opts []distlock.Option) (distlock.Lease, error) {
+	if try {
+		return lk.TryAcquire(ctx, key, opts...)
+	}
+	return lk.Acquire(ctx, key, opts...)
+}
+
+// acquireBoth takes the old backend's lock, then the new one's, in that
+// fixed order (two PhaseBoth clients cannot deadlock).
+func (l *Locker) acquireBoth(ctx context.Context, key string, try bool, opts []distlock.Option) (distlock.Lease, error) {
+	for {
+		a, err := take(ctx, l.from, key, try, opts)
+		if err != nil {
+			return nil, err
+		}
+		b, err := l.takeSecond(ctx, a, key, try, opts)
+		if err == nil {
+			if lease, ok := l.newBoth(a, b); ok {
+				return lease, nil
+			}
+			l.cleanup(b)
+			l.cleanup(a)
+			return nil, distlock.ErrClosed
+		}
+		l.cleanup(a)
+		if !errors.Is(err, errFirstLost) {
+			return nil, err
+		}
+		if try {
+			return nil, errors.Join(distlock.ErrNotAcquired, err)
+		}
+	}
+}
+
+// takeSecond acquires key on the new backend while a, the old backend's
+// lease, is held: the wait ends when ctx ends, when a ends, or when a's
+// validity passes. errFirstLost says a ended (or has no validity left
+// once b is granted) while ctx still runs.
+func (l *Locker) takeSecond(ctx context.Context, a distlock.Lease, key string, try bool, opts []distlock.Option) (distlock.Lease, error) {
+	wctx, cancel := context.WithDeadline(ctx, a.ValidUntil())
+	defer cancel()
+	watched := make(chan struct{})
+	go func() { // joined below: it exits when wctx ends, which cancel ensures
+		defer close(watched)
+		select {
+		case <-a.Done():
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	b, err := take(wctx, l.to, key, try, opts)
+	cut := err != nil && wctx.Err() != nil && ctx.Err() == nil // our bound ended the wait
+	cancel()
+	<-watched
+	firstOK := a.Err() == nil && time.Now().Before(a.ValidUntil())
+	switch {
+	case err == nil && firstOK:
+		return b, nil
+	case err == nil:
+		l.cleanup(b)
+		return nil, errFirstLost
+	case (cut || !firstOK) && ctx.Err() == nil:
+		return nil, errors.Join(errFirstLost, err)
+	}
+	return nil, err
+}
+
+// cleanup releases a lease the caller will not get, bounded by
+// CleanupTimeout and by Close.
+func (l *Locker) cleanup(lease distlock.Lease) {
+	ctx, cancel := context.WithTimeout(l.lc.Closing().Context(), l.opts.CleanupTimeout)
+	defer cancel()
+	_ = lease.Release(ctx)
+}
