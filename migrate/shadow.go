@@ -2,7 +2,7 @@ package migrate
 
 import (
 	"context"
-		"sync"
+	"sync"
 	"time"
 
 	"github.com/distlock/distlock"
