@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/retry"
 )
 
 // Acquire waits until the key is held in the Locker's phase or ctx ends.
@@ -13,9 +14,10 @@ import (
 // backend only and returns as soon as it holds the key there. PhaseBoth
 // waits on the old backend, then on the new one while holding the old
 // one's lock, each with its own wake-ups; if the old lease ends during
-// that second wait (its validity is its bound: at most about one TTL
-// unless it is extended automatically), it releases what it holds and
-// starts over, so no waiter keeps the old lock past its validity. Errors
+// that second wait, or its validity at the start of the wait passes
+// (about one TTL, even when it is extended automatically), it releases
+// what it holds and starts over after a retry delay (WithRetryDelay), so
+// a waiter never keeps the old lock for long while the new one is busy. Errors
 // are those of distlock.Locker.Acquire: ErrNotAcquired with ctx.Err()
 // when ctx ends, ErrInvalidArgument, ErrClosed, and the backends' own.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
@@ -84,6 +86,11 @@ func (l *Locker) acquireBoth(ctx context.Context, key string, try bool, opts []d
 		}
 		if try {
 			return nil, errors.Join(distlock.ErrNotAcquired, err)
+		}
+		// Let a waiter queued on the old lock in first.
+		o, _ := distlock.DefaultOptions().Resolve(opts...)
+		if retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil) != nil {
+			return nil, retry.Ended(ctx, err)
 		}
 	}
 }
