@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/distlock/distlock"
-	_ "github.com/distlock/distlock/memlock"
 	"github.com/distlock/distlock/internal/locktest"
+	_ "github.com/distlock/distlock/memlock"
 	"github.com/distlock/distlock/migrate"
 )
 
