@@ -3,7 +3,8 @@
 //	import _ "github.com/distlock/distlock/all"
 //
 // Schemes: mem (memlock), redis and rediss (redissingle), redlock (redlock), etcd (etcdlock),
-// postgres and postgresql (pgadvisory), zk (zklock).
+// postgres and postgresql (pgadvisory), zk (zklock), and migrate (migrate),
+// which composes two of them during a migration.
 //
 // A backend registers its schemes from its own package's init
 // (distlock.Register); this list of imports is the one place that names
@@ -13,6 +14,7 @@ package all
 import (
 	_ "github.com/distlock/distlock/etcdlock"
 	_ "github.com/distlock/distlock/memlock"
+	_ "github.com/distlock/distlock/migrate"
 	_ "github.com/distlock/distlock/pgadvisory"
 	_ "github.com/distlock/distlock/redissingle"
 	_ "github.com/distlock/distlock/redlock"
