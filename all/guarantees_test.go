@@ -93,3 +93,15 @@ func TestREADMEGuaranteesTable(t *testing.T) {
 		t.Fatalf("README guarantee table is stale; run DISTLOCK_UPDATE_README=1 go test ./all\nwant:\n%s", want)
 	}
 }
+
+// TestReadmeSize: README.md is the user's first page and stays at most
+// 12 KB; detail goes to docs/.
+func TestReadmeSize(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 12000 {
+		t.Fatalf("README.md is %d bytes, more than 12 KB: move detail to docs/", len(b))
+	}
+}
