@@ -91,3 +91,18 @@ func ExampleSQLGuard_Write() {
 		fmt.Println("a newer holder has written; stop acting as the owner")
 	}
 }
+
+// During a migration between lock backends, a resource admits writes by
+// fence pair: each side a write carries must be at least that side's
+// highest.
+func ExamplePairGuard() {
+	var g fencing.PairGuard
+	g.Seed("invoice-42", 7) // the highest single fence accepted before the switch
+	fmt.Println(g.Admit("invoice-42", fencing.Pair{From: 8, To: 3})) // phase both
+	fmt.Println(g.Admit("invoice-42", fencing.Pair{To: 4}))          // phase to
+	fmt.Println(g.Admit("invoice-42", fencing.Pair{To: 2}))          // an earlier holder, late
+	// Output:
+	// <nil>
+	// <nil>
+	// fencing: stale fence pair to=2 for "invoice-42", highest accepted from=8,to=4
+}
