@@ -111,6 +111,7 @@ func (l *Locker) takeSecond(ctx context.Context, a distlock.Lease, key string, t
 		case <-wctx.Done():
 		}
 	}()
+	began := time.Now()
 	b, err := take(wctx, l.to, key, try, opts)
 	cut := err != nil && wctx.Err() != nil && ctx.Err() == nil // our bound ended the wait
 	cancel()
@@ -118,14 +119,14 @@ func (l *Locker) takeSecond(ctx context.Context, a distlock.Lease, key string, t
 	firstOK := a.Err() == nil && time.Now().Before(a.ValidUntil())
 	switch {
 	case err == nil && firstOK:
-		return b, nil
 	case err == nil:
 		l.cleanup(b)
-		return nil, errFirstLost
+		b, err = nil, errFirstLost
 	case (cut || !firstOK) && ctx.Err() == nil:
-		return nil, errors.Join(errFirstLost, err)
+		err = errors.Join(errFirstLost, err)
 	}
-	return nil, err
+	l.recordWait(time.Since(began), errors.Is(err, errFirstLost))
+	return b, err
 }
 
 // cleanup releases a lease the caller will not get, bounded by

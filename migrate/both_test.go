@@ -140,3 +140,29 @@ func TestBothAcquireCancelled(t *testing.T) {
 		t.Fatalf("a cancelled waiter left the old lock held (or failed oddly: %v)", err)
 	}
 }
+
+// TestBothStatsMeasureTheWait: BothStats counts the waits, the restarts,
+// and how long the old lock was held while waiting; the longest is
+// bounded by the old lease's validity (plus scheduling slack).
+func TestBothStatsMeasureTheWait(t *testing.T) {
+	f := newFleet(t)
+	key := locktest.UniqueKey(t)
+	blocker := locktest.MustAcquire(t, f.to, key)
+	l := f.client(migrate.PhaseBoth)
+	const ttl = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), 5*ttl)
+	defer cancel()
+	_, err := l.Acquire(ctx, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(0))
+	locktest.WantErr(t, err, distlock.ErrNotAcquired, context.DeadlineExceeded)
+	locktest.MustRelease(t, blocker)
+	s := l.BothStats()
+	if s.Waits < 2 || s.Restarts < 1 || s.HeldWhileWaiting <= 0 {
+		t.Fatalf("stats %+v: want several waits and restarts over 5 TTLs", s)
+	}
+	if s.MaxHeldWhileWaiting > ttl+time.Second {
+		t.Fatalf("the old lock was held %v while waiting, its TTL is %v", s.MaxHeldWhileWaiting, ttl)
+	}
+	if got := f.client(migrate.PhaseFrom).BothStats(); got != (migrate.BothStats{}) {
+		t.Fatalf("a from-phase Locker has both stats %+v", got)
+	}
+}

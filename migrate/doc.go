@@ -73,6 +73,8 @@
 // long as the old lease was valid when the wait began (about one TTL, even
 // under automatic extension), then releases it and starts over, so a busy
 // new lock does not keep the old one from the rest of the fleet.
+// BothStats measures those waits: how many, how many were given up, and
+// how long the old lock was held during them.
 //
 // # URL
 //

@@ -51,10 +51,11 @@ type ShadowStats struct {
 	AcquireLatency, MaxAcquireLatency time.Duration
 }
 
-// shadowCounters is the Locker's ShadowStats under a mutex.
+// shadowCounters is the Locker's ShadowStats and BothStats under a mutex.
 type shadowCounters struct {
 	mu sync.Mutex
 	s  ShadowStats
+	b  BothStats
 }
 
 // ShadowStats returns the counts of PhaseShadow's background calls (all
@@ -95,4 +96,35 @@ func (l *Locker) record(ev ShadowEvent) {
 	if l.opts.OnShadow != nil {
 		l.opts.OnShadow(ev)
 	}
+}
+
+// BothStats measures how long PhaseBoth waiters held the old backend's
+// lock while they waited for the new one's, since the Locker was created.
+type BothStats struct {
+	Waits    int64 // waits for the new lock that began while holding the old one
+	Restarts int64 // waits given up (the old lease ended or its validity passed), the old lock let go
+	// HeldWhileWaiting is the total, and MaxHeldWhileWaiting the longest,
+	// time the old lock was held during those waits.
+	HeldWhileWaiting, MaxHeldWhileWaiting time.Duration
+}
+
+// BothStats returns PhaseBoth's wait measurements (all zero in other
+// phases).
+func (l *Locker) BothStats() BothStats {
+	l.stats.mu.Lock()
+	defer l.stats.mu.Unlock()
+	return l.stats.b
+}
+
+// recordWait counts one wait for the new lock that held the old one for d.
+func (l *Locker) recordWait(d time.Duration, restarted bool) {
+	c := &l.stats
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.b.Waits++
+	if restarted {
+		c.b.Restarts++
+	}
+	c.b.HeldWhileWaiting += d
+	c.b.MaxHeldWhileWaiting = max(c.b.MaxHeldWhileWaiting, d)
 }
