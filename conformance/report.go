@@ -72,7 +72,10 @@ type Report struct {
 	Backend string
 	Written time.Time `json:",omitzero"`  // set in the run file only
 	Short   bool      `json:",omitempty"` // run with -short; in the run file only
-	Results []Result
+	// Migration marks a pair of backends (RunMigration), shown in the
+	// matrix's migration table rather than as a backend column.
+	Migration bool `json:",omitempty"`
+	Results   []Result
 
 	file string // the JSON file's name without ".json"; "" for Backend
 }
@@ -83,7 +86,7 @@ func (r *Report) add(res Result) { r.Results = append(r.Results, res) }
 // stable returns the report as tracked: no time or mode, results sorted
 // and stripped of their run-specific fields.
 func (r *Report) stable() Report {
-	s := Report{Backend: r.Backend, file: r.file}
+	s := Report{Backend: r.Backend, Migration: r.Migration, file: r.file}
 	for _, res := range r.Results {
 		s.Results = append(s.Results, res.stable())
 	}
@@ -213,9 +216,21 @@ func renderMatrix(reps []Report) []byte {
 	sb.WriteString("Scenarios, properties and verdicts are defined in docs/conformance.md. ")
 	sb.WriteString("Each cell: expected / observed → verdict. A BUG fails the test run. ")
 	sb.WriteString("What each run saw (details, durations, metrics) is in report/runs/, which git ignores.\n")
-	writeTable(&sb, reps)
-	sb.WriteString("\n## Reasons\n\nWhy a scenario is expected to break or is not applicable, and where an expectation differs from the catalogue.\n\n")
+	var backends, pairs []Report
 	for _, r := range reps {
+		if r.Migration {
+			pairs = append(pairs, r)
+		} else {
+			backends = append(backends, r)
+		}
+	}
+	writeTable(&sb, backends)
+	if len(pairs) > 0 {
+		sb.WriteString("\n## Migration\n\nThe migration scenarios (`conformance.RunMigration`), one column per pair of topologies: the fleet moves from the first to the second through package migrate's phases.\n")
+		writeTable(&sb, pairs)
+	}
+	sb.WriteString("\n## Reasons\n\nWhy a scenario is expected to break or is not applicable, and where an expectation differs from the catalogue.\n\n")
+	for _, r := range append(backends, pairs...) {
 		fmt.Fprintf(&sb, "### %s\n\n", r.Backend)
 		for _, res := range r.Results {
 			if res.Reason == "" && res.Spec == "" {

@@ -119,6 +119,13 @@ func runScenario(t *testing.T, h *Harness, g distlock.Guarantees, sc scenario) R
 	obs := sc.run(e)
 	obs = e.judgeFences(exp, obs, watch.lostAt.Load())
 	res.Seconds = time.Since(start).Seconds()
+	judge(&res, exp, obs)
+	return res
+}
+
+// judge fills res's detail, metrics, observation and verdict from what
+// the scenario expected and observed.
+func judge(res *Result, exp expectation, obs observation) {
 	res.Detail, res.Metrics = obs.detail, obs.metrics
 	if exp.reason != "" {
 		res.Detail = exp.reason + ". " + res.Detail
@@ -144,7 +151,6 @@ func runScenario(t *testing.T, h *Harness, g distlock.Guarantees, sc scenario) R
 	default:
 		res.Observed, res.Verdict = "broke", BrokenAsDocumented
 	}
-	return res
 }
 
 // env is one scenario's world: a unique key, a history, two resources.

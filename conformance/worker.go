@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/fencing"
+	"github.com/distlock/distlock/migrate"
 )
 
 // workerEnv carries the backend URL to a re-executed test binary.
@@ -52,6 +54,9 @@ type workerResp struct {
 	Ret        int64
 	Lost       bool
 	LostAt     int64
+	// FenceFrom and FenceTo are a migrate lease's fence pair
+	// (migrate.Fences); both 0 for any other lease.
+	FenceFrom, FenceTo uint64
 }
 
 var sentinels = []error{distlock.ErrUnavailable, distlock.ErrNotAcquired, distlock.ErrLeaseLost,
@@ -105,6 +110,10 @@ func serveWorker(url string, in io.Reader, out io.Writer) int {
 			resp.Fence, resp.Token, resp.Call, resp.Ret = g.Fence, g.Token, g.Call, g.Ret
 			if err == nil {
 				resp.ValidUntil = g.ValidUntil.UnixNano()
+				c.mu.Lock()
+				pair, _ := migrate.Fences(c.lease)
+				c.mu.Unlock()
+				resp.FenceFrom, resp.FenceTo = pair.From, pair.To
 			}
 		case "release":
 			resp.Lost, resp.LostAt = c.Lost()
@@ -135,8 +144,9 @@ type process struct {
 	in   io.WriteCloser
 	dec  *json.Decoder
 
-	mu  sync.Mutex // one request at a time
-	key string
+	mu   sync.Mutex // one request at a time
+	key  string
+	pair fencing.Pair // the held migrate lease's fence pair
 }
 
 func startProcess(t testing.TB, id int, url string, h *History) *process {
@@ -196,9 +206,17 @@ func (p *process) Acquire(ctx context.Context, key string, req acquireReq) (gran
 		return grant{}, aerr
 	}
 	p.mu.Lock()
-	p.key = key
+	p.key, p.pair = key, fencing.Pair{From: r.FenceFrom, To: r.FenceTo}
 	p.mu.Unlock()
 	return grant{Fence: r.Fence, Token: r.Token, ValidUntil: time.Unix(0, r.ValidUntil), Call: r.Call, Ret: r.Ret}, nil
+}
+
+// Pair is the fence pair of the migrate lease the last Acquire granted
+// (zero for any other lease).
+func (p *process) Pair() fencing.Pair {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pair
 }
 
 func (p *process) Lost() (bool, int64) {
