@@ -106,6 +106,13 @@ func WithAutoExtend(maxHold time.Duration) Option {
 	}
 }
 
+// WithoutAutoExtend turns the watchdog off: the lease lives for its TTL
+// unless the caller extends it. It undoes a WithAutoExtend given earlier
+// (options apply in order), the Locker's URL default (autoextend=...) and
+// Do's default of WithAutoExtend(0). It sets Options.AutoExtend to false
+// and leaves MaxHold as it was.
+func WithoutAutoExtend() Option { return func(o *Options) { o.AutoExtend = false } }
+
 // WithRetryDelay bounds the random delay between attempts of a blocking
 // Acquire. Without it a call uses the Locker's default: DefaultRetryMin
 // and DefaultRetryMax unless the Locker's URL (retry_min, retry_max) or
