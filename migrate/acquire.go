@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -16,10 +17,12 @@ import (
 // one's lock, each with its own wake-ups; if the old lease ends during
 // that second wait, or its validity at the start of the wait passes
 // (about one TTL, even when it is extended automatically), it releases
-// what it holds and starts over after a retry delay (WithRetryDelay), so
-// a waiter never keeps the old lock for long while the new one is busy. Errors
-// are those of distlock.Locker.Acquire: ErrNotAcquired with ctx.Err()
-// when ctx ends, ErrInvalidArgument, ErrClosed, and the backends' own.
+// what it holds and starts over after a retry delay (the call's
+// WithRetryDelay, else distlock.DefaultRetryMin to DefaultRetryMax), so
+// a waiter never keeps the old lock for long while the new one is busy.
+// Errors are those of distlock.Locker.Acquire: ErrNotAcquired with
+// ctx.Err() when ctx ends, ErrInvalidArgument, ErrClosed (also when Close
+// begins during the wait), and the backends' own.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	return l.acquire(ctx, key, false, opts)
 }
@@ -37,6 +40,20 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool, opts []distl
 		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
+	// Backend calls end when Close begins; the backends stay open until
+	// every call has returned and cleaned up.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(l.lc.Closing().Context(), func() { cancel(distlock.ErrClosed) })
+	defer stop()
+	lease, err := l.acquirePhase(cctx, key, try, opts)
+	if err != nil && ctx.Err() == nil && l.lc.Closing().Fired() {
+		return nil, fmt.Errorf("%w: Close began during the acquisition", distlock.ErrClosed)
+	}
+	return lease, err
+}
+
+func (l *Locker) acquirePhase(ctx context.Context, key string, try bool, opts []distlock.Option) (distlock.Lease, error) {
 	switch l.opts.Phase {
 	case PhaseFrom:
 		a, err := take(ctx, l.from, key, try, opts)
@@ -81,16 +98,16 @@ func (l *Locker) acquireBoth(ctx context.Context, key string, try bool, opts []d
 			return nil, distlock.ErrClosed
 		}
 		l.cleanup(a)
-		if !errors.Is(err, errFirstLost) {
+		switch {
+		case !errors.Is(err, errFirstLost):
 			return nil, err
-		}
-		if try {
-			return nil, errors.Join(distlock.ErrNotAcquired, err)
+		case try:
+			return nil, fmt.Errorf("%w: %w", distlock.ErrNotAcquired, err)
 		}
 		// Let a waiter queued on the old lock in first.
 		o, _ := distlock.DefaultOptions().Resolve(opts...)
 		if retry.Wait(ctx, retry.Delay(o.RetryMin, o.RetryMax), nil) != nil {
-			return nil, retry.Ended(ctx, err)
+			return nil, retry.Ended(ctx, nil)
 		}
 	}
 }
@@ -122,17 +139,19 @@ func (l *Locker) takeSecond(ctx context.Context, a distlock.Lease, key string, t
 	case err == nil:
 		l.cleanup(b)
 		b, err = nil, errFirstLost
-	case (cut || !firstOK) && ctx.Err() == nil:
-		err = errors.Join(errFirstLost, err)
+	case ctx.Err() != nil:
+		err = retry.Ended(ctx, nil)
+	case cut || !firstOK: // the inner error says only that our bound passed
+		err = errFirstLost
 	}
 	l.recordWait(time.Since(began), errors.Is(err, errFirstLost))
 	return b, err
 }
 
 // cleanup releases a lease the caller will not get, bounded by
-// CleanupTimeout and by Close.
+// CleanupTimeout whatever the caller's context or Close.
 func (l *Locker) cleanup(lease distlock.Lease) {
-	ctx, cancel := context.WithTimeout(l.lc.Closing().Context(), l.opts.CleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.opts.CleanupTimeout)
 	defer cancel()
 	_ = lease.Release(ctx)
 }

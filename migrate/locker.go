@@ -3,6 +3,7 @@ package migrate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lifecycle"
@@ -31,7 +32,7 @@ var _ distlock.Locker = (*Locker)(nil)
 // only one process sees) return an error matching
 // distlock.ErrInvalidArgument.
 func New(from, to distlock.Locker, opts Options) (*Locker, error) {
-	if from == nil || to == nil {
+	if isNil(from) || isNil(to) {
 		return nil, invalid("both the from and the to Locker are needed")
 	}
 	if from == to {
@@ -58,16 +59,31 @@ func (l *Locker) From() distlock.Locker { return l.from }
 // To is the new backend's Locker.
 func (l *Locker) To() distlock.Locker { return l.to }
 
-// Close closes both composed Lockers (which makes blocked Acquire calls
-// return distlock.ErrClosed), stops the background work of PhaseShadow
-// and the loss tracking of PhaseBoth leases, and waits for all of it.
-// Held leases are not released; they expire after their TTL. Close is
-// idempotent; its error joins the two Lockers' Close errors.
+// Close makes blocked Acquire calls return distlock.ErrClosed (each
+// first releases what it held, within CleanupTimeout), stops the
+// background work of PhaseShadow, waits for all of it, and then closes
+// both composed Lockers. Held leases are not released; they expire after
+// their TTL, and a PhaseBoth lease's Done still closes when its validity
+// passes. Close is idempotent; its error joins the two Lockers' Close
+// errors.
 func (l *Locker) Close() error {
-	l.lc.Close(lifecycle.Hooks{Shut: func() {
+	l.lc.Close(lifecycle.Hooks{Release: func() {
 		l.closeErr = errors.Join(l.from.Close(), l.to.Close())
 	}})
 	return l.closeErr
+}
+
+// isNil reports a nil Locker, also one held in a non-nil interface.
+func isNil(l distlock.Locker) bool {
+	if l == nil {
+		return true
+	}
+	v := reflect.ValueOf(l)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // String names the phase and the two backends.

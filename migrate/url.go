@@ -3,10 +3,13 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lease"
 	"github.com/distlock/distlock/internal/urlopt"
 )
 
@@ -20,7 +23,9 @@ func init() { distlock.Register("migrate", open) }
 // their own parameters stay theirs; they are opened with distlock.Open,
 // so their backends must be registered. A missing or equal from/to, a
 // nested migrate URL, a host or path, an unknown parameter or phase
-// returns an error matching distlock.ErrInvalidArgument; an error opening
+// returns an error matching distlock.ErrInvalidArgument, and so do from
+// and to naming one lock space twice in phases shadow and both (checked
+// by holding a random key on from and trying it on to); an error opening
 // either Locker is returned as is (the other is closed).
 func open(ctx context.Context, u *url.URL) (distlock.Locker, error) {
 	if u.Host != "" || (u.Path != "" && u.Path != "/") || u.User != nil {
@@ -61,10 +66,43 @@ func open(ctx context.Context, u *url.URL) (distlock.Locker, error) {
 		return nil, errors.Join(err, fl.Close())
 	}
 	l, err := New(fl, tl, opts)
+	if err == nil && (opts.Phase == PhaseShadow || opts.Phase == PhaseBoth) {
+		err = distinct(ctx, fl, tl)
+	}
 	if err != nil {
-		return nil, errors.Join(err, fl.Close(), tl.Close())
+		if cerr := errors.Join(fl.Close(), tl.Close()); cerr != nil {
+			return nil, fmt.Errorf("%w (closing: %v)", err, strings.ReplaceAll(cerr.Error(), "\n", "; "))
+		}
+		return nil, err
 	}
 	return l, nil
 }
+
+// distinct checks that from and to are two lock spaces, not one named
+// twice (mem://x and mem://x/, redis://h and redis://h:6379/0): phase
+// both would then wait for itself. It holds a random key on from and
+// tries it on to; a refusal means they share it. An unreachable backend
+// proves nothing and is not an error here.
+func distinct(ctx context.Context, from, to distlock.Locker) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	key := "distlock-migrate-probe/" + lease.NewToken()
+	a, err := from.TryAcquire(ctx, key, distlock.WithTTL(probeTimeout))
+	if err != nil {
+		return nil
+	}
+	defer a.Release(ctx)
+	b, err := to.TryAcquire(ctx, key, distlock.WithTTL(probeTimeout))
+	if errors.Is(err, distlock.ErrNotAcquired) && !errors.Is(err, distlock.ErrUnavailable) && ctx.Err() == nil {
+		return invalid("from and to name the same lock space (a key held on from is held on to): give two different backends")
+	}
+	if err == nil {
+		_ = b.Release(ctx)
+	}
+	return nil
+}
+
+// probeTimeout bounds distinct.
+const probeTimeout = 5 * time.Second
 
 func nested(raw string) bool { return strings.HasPrefix(strings.ToLower(raw), "migrate:") }
