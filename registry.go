@@ -2,6 +2,7 @@ package distlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -62,11 +63,15 @@ func Schemes() []string {
 func Open(ctx context.Context, rawURL string) (Locker, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
+		return nil, fmt.Errorf("%w: malformed URL: %v", ErrInvalidArgument, err)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme == "" {
-		return nil, fmt.Errorf("%w: URL %q has no scheme", ErrInvalidArgument, rawURL)
+		return nil, fmt.Errorf("%w: URL %q has no scheme", ErrInvalidArgument, u.Redacted())
 	}
 	registry.RLock()
 	opener := registry.openers[scheme]

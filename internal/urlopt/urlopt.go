@@ -31,7 +31,8 @@ func New(u *url.URL) *Params {
 	values, err := url.ParseQuery(u.RawQuery)
 	p := &Params{values: values, used: map[string]bool{}}
 	if err != nil {
-		p.err = fmt.Errorf("%w: query %q: %v", distlock.ErrInvalidArgument, u.RawQuery, err)
+		// The raw query is not quoted: it may carry credentials.
+		p.err = fmt.Errorf("%w: malformed query: %v", distlock.ErrInvalidArgument, err)
 	}
 	return p
 }
