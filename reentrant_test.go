@@ -175,7 +175,7 @@ func TestReentrantInvalid(t *testing.T) {
 func TestReentrantConcurrent(t *testing.T) {
 	r := distlock.Reentrant(newMem(t))
 	type state struct {
-		mu    sync.Mutex
+		mu       sync.Mutex
 		owner, n int
 	}
 	keys := make([]state, 3)
