@@ -92,11 +92,14 @@ func (m *migEnv) worker(ph migrate.Phase, client string) *process {
 }
 
 // warm opens the worker's connections on a key of its own, so that
-// set-up is not counted as contention or acquisition latency.
+// set-up is not counted as contention or acquisition latency. Its lease
+// lasts 5 TTLs: in phase both, the new backend's connection set-up must
+// fit in the old lease's validity (the bound of the second wait), which a
+// loaded host can stretch past one short TTL.
 func (m *migEnv) warm(p *process) {
 	m.t.Helper()
 	key := fmt.Sprintf("%s/warm%d", m.key, p.ID())
-	if _, err := p.Acquire(withTimeout(m.env, 10*m.ttl), key, acquireReq{TTL: m.ttl}); err != nil {
+	if _, err := p.Acquire(withTimeout(m.env, 20*m.ttl), key, acquireReq{TTL: 5 * m.ttl}); err != nil {
 		m.t.Fatalf("worker %d: warm-up acquire: %v", p.ID(), err)
 	}
 	if err := p.Release(m.ctx); err != nil {

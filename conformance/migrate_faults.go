@@ -110,3 +110,66 @@ func (m *migEnv) freeze(old bool) observation {
 		"the holder learned of the loss %.1fs into the freeze; the %v-phase client acquired %.2fs after that, no overlap (%d ops checked); a both client acquired %.1fs after the servers resumed",
 		metrics["lost_after_freeze_s"], healthy, metrics["handoff_s"], hist.Ops, recovery.Seconds())}
 }
+
+// m8: with the new backend's Majority servers frozen, a both-phase
+// client B under automatic extension takes the old lock and waits for
+// the new one. It must let the old lock go after about a TTL (its
+// validity when the wait began), so that a from-phase client C, waiting
+// from just after B's call, gets the key within 2 TTLs and a second. Once
+// the servers resume, B acquires (DF), with no overlap in the history.
+func m8(m *migEnv) observation {
+	b, c := m.worker(migrate.PhaseBoth, "waiter"), m.worker(migrate.PhaseFrom, "healthy")
+	m.warm(b)
+	m.warm(c)
+	pausedAt := time.Now()
+	m.pause(m.toMajority)
+	type result struct {
+		g   grant
+		err error
+	}
+	bres := make(chan result, 1)
+	go func() { // owned: read below; ends by its timeout
+		ctx, cancel := context.WithTimeout(m.ctx, 20*m.ttl)
+		defer cancel()
+		g, err := b.Acquire(ctx, m.key, acquireReq{TTL: m.ttl, AutoExtend: time.Hour, RetryMax: 100 * time.Millisecond})
+		bres <- result{g, err}
+	}()
+	sleepCtx(m.ctx, 100*time.Millisecond) // B holds the old lock and waits for the new one
+	bound := 2*m.ttl + time.Second
+	cg, cerr := c.Acquire(withTimeout(m.env, bound), m.key, acquireReq{TTL: m.ttl, RetryMax: 50 * time.Millisecond})
+	if cerr == nil {
+		_ = c.Release(m.ctx)
+	}
+	sleepCtx(m.ctx, time.Until(pausedAt.Add(3*m.ttl)))
+	m.unpause(m.toMajority)
+	unpausedAt := time.Now()
+	r := <-bres
+	if r.err == nil {
+		_ = b.Release(m.ctx)
+	}
+	metrics := map[string]float64{}
+	var problems []string
+	if cerr != nil {
+		problems = append(problems, fmt.Sprintf("the old lock stayed held: the from-phase client did not acquire within %v while the both client waited for the frozen new backend: %v", bound, cerr))
+	} else {
+		metrics["from_wait_s"] = time.Duration(cg.Ret - cg.Call).Seconds()
+	}
+	if r.err != nil {
+		problems = append(problems, fmt.Sprintf("DF: the both client did not acquire within 20 TTLs: %v", r.err))
+	} else {
+		metrics["both_after_resume_s"] = time.Unix(0, r.g.Ret).Sub(unpausedAt).Seconds()
+	}
+	hist := CheckMutex(m.hist.Ops(), 20*time.Second, vizDir())
+	if !hist.OK && !hist.Inconclusive {
+		problems = append(problems, "history oracle (mutex model): "+hist.Detail+viz(hist))
+	}
+	switch {
+	case len(problems) > 0:
+		return observation{detail: strings.Join(problems, "; "), metrics: metrics}
+	case hist.Inconclusive:
+		return observation{inconclusive: true, detail: "history check timed out", metrics: metrics}
+	}
+	return observation{held: true, metrics: metrics, detail: fmt.Sprintf(
+		"the from-phase client acquired %.2fs after its call; the both client acquired %.2fs after the servers resumed; no overlap (%d ops checked)",
+		metrics["from_wait_s"], metrics["both_after_resume_s"], hist.Ops)}
+}

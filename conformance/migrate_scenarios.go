@@ -21,6 +21,7 @@ var migrationCatalogue = []migScenario{
 	{"M5", "new backend frozen 3xTTL under an auto-extended both holder", "LN ME DF", holds(), func(m *migEnv) observation { return m.freeze(false) }},
 	{"M6", "old backend frozen 3xTTL under an auto-extended both holder", "LN ME DF", holds(), func(m *migEnv) observation { return m.freeze(true) }},
 	{"M7", "rolling deploy: 4 workers moved one by one from -> shadow -> both -> to", "ME FSAFE DF, latency", holds(), m7},
+	{"M8", "both waiter under auto-extend while the new backend is frozen", "DF", holds(), m8},
 }
 
 // fleetWorkers and fleetSections size the fleets of M1-M4: per phase,
