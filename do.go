@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -39,8 +40,11 @@ const DoReleaseTimeout = 10 * time.Second
 // reports the same loss). When ctx ends before the key is acquired, fn is
 // not run and the error matches ErrNotAcquired and ctx.Err(). A nil l, a
 // nil fn or an empty key return an error matching ErrInvalidArgument;
-// other acquisition errors are l.Acquire's. Do starts one goroutine to
-// watch the lease and joins it before returning.
+// other acquisition errors are l.Acquire's. The goroutine that watches the
+// lease starts when fn first waits on its context (Done); Do joins it
+// before returning. Err of fn's context checks the lease itself;
+// context.Cause reports a loss once Done has closed or Err has returned
+// an error.
 //
 // Do takes a new lease every call: nested Do calls on one key from one
 // Locker wait for each other like any two contenders. For nesting, use a
@@ -81,35 +85,75 @@ func do(ctx context.Context, l Locker, key string, fn func(context.Context, Leas
 	}
 	w := watchLease(ctx, lease)
 	defer func() { err = w.finish(ctx, err) }()
-	return fn(w.ctx, lease)
+	return fn(w, lease)
 }
 
 // leaseWatch cancels a section's context when its lease is lost.
+//
+// The goroutine that waits on the lease's Done starts the first time
+// someone waits on the section's context (its Done: a select, a child
+// context, context.AfterFunc); a section that never waits costs no
+// goroutine. Err polls the lease, so a section that only checks Err sees
+// a loss too.
 type leaseWatch struct {
-	lease  Lease
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   chan struct{} // closed by finish: the section is over
-	exited chan struct{} // closed by the watcher goroutine as it returns
+	context.Context // the section's context, as made by WithCancelCause
+	lease           Lease
+	cancel          context.CancelCauseFunc
+	stop            chan struct{} // closed by finish: the section is over
+	exited          chan struct{} // closed by the watcher goroutine as it returns
+
+	mu       sync.Mutex
+	started  bool // the watcher goroutine runs; guarded by mu
+	finished bool // finish has begun: no watcher may start; guarded by mu
 }
 
-// watchLease derives the section's context from ctx and starts the
-// goroutine that cancels it, with lease.Err() as the cause, when the
-// lease's Done closes while it is not released.
+// watchLease derives the section's context from ctx; it is cancelled,
+// with lease.Err() as the cause, when the lease's Done closes while it is
+// not released.
 func watchLease(ctx context.Context, lease Lease) *leaseWatch {
-	w := &leaseWatch{lease: lease, stop: make(chan struct{}), exited: make(chan struct{})}
-	w.ctx, w.cancel = context.WithCancelCause(ctx)
-	go func() {
-		defer close(w.exited)
-		select {
-		case <-lease.Done():
-			if err := lease.Err(); errors.Is(err, ErrLeaseLost) {
-				w.cancel(err)
-			}
-		case <-w.stop:
-		}
-	}()
+	w := &leaseWatch{lease: lease}
+	w.Context, w.cancel = context.WithCancelCause(ctx)
 	return w
+}
+
+// Done starts the watcher goroutine if it has not started yet.
+func (w *leaseWatch) Done() <-chan struct{} {
+	w.mu.Lock()
+	if !w.started && !w.finished {
+		w.started = true
+		w.stop, w.exited = make(chan struct{}), make(chan struct{})
+		go w.watch()
+	}
+	w.mu.Unlock()
+	return w.Context.Done()
+}
+
+// Err checks the lease first, so that a loss is seen without a watcher.
+func (w *leaseWatch) Err() error {
+	select {
+	case <-w.lease.Done():
+		w.lost()
+	default:
+	}
+	return w.Context.Err()
+}
+
+// watch cancels the section when the lease is lost, or returns at stop.
+func (w *leaseWatch) watch() {
+	defer close(w.exited)
+	select {
+	case <-w.lease.Done():
+		w.lost()
+	case <-w.stop:
+	}
+}
+
+// lost cancels the section with the lease's error if the lease ended
+// lost (not released by fn).
+func (w *leaseWatch) lost() {
+	if err := w.lease.Err(); errors.Is(err, ErrLeaseLost) {
+		w.cancel(err)
+	}
 }
 
 // finish ends the section: it stops and joins the watcher, cancels the
@@ -117,8 +161,14 @@ func watchLease(ctx context.Context, lease Lease) *leaseWatch {
 // cancellation for at most DoReleaseTimeout, and joins fnErr with the
 // lost-lease and release errors.
 func (w *leaseWatch) finish(ctx context.Context, fnErr error) error {
-	close(w.stop)
-	<-w.exited
+	w.mu.Lock()
+	w.finished = true
+	started := w.started
+	w.mu.Unlock()
+	if started {
+		close(w.stop)
+		<-w.exited
+	}
 	w.cancel(context.Canceled)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DoReleaseTimeout)
 	defer cancel()

@@ -7,11 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/goleak"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/locktest"
 	"github.com/distlock/distlock/memlock"
+	"github.com/distlock/distlock/redissingle"
+	"github.com/distlock/distlock/testbed"
 )
 
 // TestMain fails the package if a test leaves a goroutine running (Do's
@@ -109,6 +113,34 @@ func countMatches(err, target error) int {
 	return 0
 }
 
+// TestDoLossSeenByErrAndChild checks the other ways fn sees a loss: the
+// context's Err without ever waiting on Done, and a child context.
+func TestDoLossSeenByErrAndChild(t *testing.T) {
+	l := newMem(t)
+	key := locktest.UniqueKey(t)
+	err := distlock.Do(context.Background(), l, key, func(ctx context.Context, lease distlock.Lease) error {
+		l.Revoke(key)
+		<-lease.Done()
+		if ctx.Err() == nil {
+			t.Error("Err nil after the lease was lost")
+		}
+		locktest.WantErr(t, context.Cause(ctx), distlock.ErrLeaseLost)
+		return nil
+	})
+	locktest.WantErr(t, err, distlock.ErrLeaseLost)
+
+	err = distlock.Do(context.Background(), l, key, func(ctx context.Context, lease distlock.Lease) error {
+		child, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		l.Revoke(key)
+		<-child.Done()
+		locktest.WantErr(t, context.Cause(child), distlock.ErrLeaseLost)
+		return context.Cause(child)
+	})
+	locktest.WantErr(t, err, distlock.ErrLeaseLost)
+	mustBeFree(t, l, key)
+}
+
 // TestDoNotCancelledWhileHeld runs fn for several TTLs under the default
 // watchdog: its context must stay live, Do must return nil and free the
 // key.
@@ -122,7 +154,11 @@ func TestDoNotCancelledWhileHeld(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Errorf("section cancelled while held: %v", context.Cause(ctx))
 			}
-			time.Sleep(ttl / 5)
+			select {
+			case <-ctx.Done():
+				t.Fatalf("section cancelled while held: %v", context.Cause(ctx))
+			case <-time.After(ttl / 5):
+			}
 		}
 		mustBeHeld(t, l, key)
 		return nil
@@ -250,4 +286,51 @@ func TestDoInvalid(t *testing.T) {
 		t.Log(name, "ok")
 	}
 	mustBeFree(t, l, "k")
+}
+
+// newRedis starts a Redis server for t (or skips t without Docker) and
+// returns a redissingle Locker on it and a client straight to the server.
+func newRedis(t testing.TB) (*redissingle.Locker, *redis.Client) {
+	t.Helper()
+	testbed.RequireDocker(t)
+	node := testbed.StartRedis(t, 1, testbed.RedisOptions{})[0]
+	c := redis.NewClient(&redis.Options{
+		Addr:                     node.Addr(),
+		DisableIdentity:          true, // CLIENT SETINFO needs Redis 7.2
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	l, err := redissingle.New(c, nil)
+	if err != nil {
+		t.Fatalf("redissingle.New: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, node.Admin()
+}
+
+// TestDoCancelledOnRedisRevoke deletes the lock key on a real Redis while
+// fn runs: the watchdog's next extension finds it gone, and fn's context
+// is cancelled with a lost-lease cause within about a third of the TTL.
+func TestDoCancelledOnRedisRevoke(t *testing.T) {
+	l, admin := newRedis(t)
+	key := locktest.UniqueKey(t)
+	ttl := 600 * time.Millisecond
+	var revoked time.Time
+	cause, err, leaseErr := revokedSection(t, l, key, func() {
+		if n, err := admin.Del(context.Background(), key).Result(); err != nil || n != 1 {
+			t.Errorf("DEL %s: %d, %v", key, n, err)
+		}
+		revoked = time.Now()
+	}, distlock.WithTTL(ttl))
+	took := time.Since(revoked)
+	locktest.WantErr(t, cause, distlock.ErrLeaseLost, leaseErr)
+	locktest.WantErr(t, err, distlock.ErrLeaseLost)
+	if took > ttl {
+		t.Fatalf("fn's context cancelled %v after the DEL, want within the TTL %v", took, ttl)
+	}
+	t.Logf("cancelled %v after the DEL (TTL %v, extension every TTL/3)", took, ttl)
+	if n := admin.Exists(context.Background(), key).Val(); n != 0 {
+		t.Fatal("Do's release re-created the key")
+	}
+	mustBeFree(t, l, key)
 }

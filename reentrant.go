@@ -184,13 +184,16 @@ func checkOwner(owner any) (err error) {
 
 // handle is one hold on a reentrant lease.
 type handle struct {
-	r    *reentrant
-	k    holdKey
-	h    *hold
-	once sync.Once
-	err  error // the result of Release
+	r *reentrant
+	k holdKey
+	h *hold
+
+	mu       sync.Mutex // serializes Release
+	released bool       // guarded by mu
+	err      error      // the result of Release; guarded by mu
 }
 
+// The accessors are the shared lease's.
 func (d *handle) Key() string           { return d.h.lease.Key() }
 func (d *handle) Token() string         { return d.h.lease.Token() }
 func (d *handle) Fence() uint64         { return d.h.lease.Fence() }
@@ -207,24 +210,28 @@ func (d *handle) Extend(ctx context.Context, ttl time.Duration) error {
 // returns its Release's result. An inner hold returns nil, or the lease's
 // error if it is lost. A second call returns the first call's result.
 func (d *handle) Release(ctx context.Context) error {
-	d.once.Do(func() {
-		r := d.r
-		r.mu.Lock()
-		d.h.count--
-		last := d.h.count == 0
-		if last && r.holds[d.k] == d.h {
-			delete(r.holds, d.k)
-		}
-		r.mu.Unlock()
-		if last {
-			d.err = d.h.lease.Release(ctx)
-			return
-		}
-		select {
-		case <-d.h.lease.Done():
-			d.err = d.h.lease.Err()
-		default:
-		}
-	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		return d.err
+	}
+	d.released = true
+	r := d.r
+	r.mu.Lock()
+	d.h.count--
+	last := d.h.count == 0
+	if last && r.holds[d.k] == d.h {
+		delete(r.holds, d.k)
+	}
+	r.mu.Unlock()
+	if last {
+		d.err = d.h.lease.Release(ctx)
+		return d.err
+	}
+	select {
+	case <-d.h.lease.Done():
+		d.err = d.h.lease.Err()
+	default:
+	}
 	return d.err
 }
