@@ -74,6 +74,15 @@
 // expires, a TTL later. An extension or release that finds the entry
 // deleted or re-created returns ErrKeyGone.
 //
+// Grants, keepalives and writes need a leader: while the cluster has none,
+// acquisitions fail (and are retried) and keepalives fail. Run etcd with
+// pre-vote (--pre-vote, the default from etcd 3.5 on): without it, a member
+// cut off from the quorum (partitioned, or left running while the others
+// froze) campaigns alone, raising its term, and on its return deposes the
+// leader; if its log is behind, it cannot win but forces an election at
+// every timeout of its own, so the cluster can stay without a leader for
+// several election timeouts.
+//
 // # URL
 //
 //	etcd://[user:password@]host1:2379,host2:2379,...[/prefix][?params]

@@ -203,6 +203,14 @@ func etcdArgs(i, n int, opts EtcdOptions) []string {
 		"--initial-cluster-token", "distlock-testbed",
 		"--logger", "zap",
 		"--log-level", "warn",
+		// Pre-vote, the default from etcd 3.5 on (3.4 defaults to off): a
+		// member cut off from the quorum (by a partition, or because the
+		// others froze) campaigns without raising its term. Without it,
+		// such a member returns with a higher term, deposes the leader,
+		// and when its log is behind it cannot win but forces an election
+		// every timeout of its own, leaving the cluster without a leader
+		// for several seconds (see TestEtcdFrozenMajorityKeepsLeader).
+		"--pre-vote=true",
 	}
 	return append(args, opts.Args...)
 }

@@ -173,3 +173,70 @@ func TestEtcdSingle(t *testing.T) {
 		t.Fatal("Isolate of a single member succeeded")
 	}
 }
+
+// TestEtcdFrozenMajorityKeepsLeader freezes the leader and a follower for
+// longer than the longest election timeout (2 s: the default 1 s,
+// randomized up to twice that), as the conformance scenario S15 does: the
+// member left running campaigns alone meanwhile. Once they are unfrozen,
+// the cluster keeps its leader and term and serves a write within one
+// election timeout. Without pre-vote, the lone member's campaigns raise
+// its term, which deposes the leader on the unfreeze; if its log is
+// behind, it then forces an election at every timeout of its own that it
+// cannot win, and the cluster has no leader for seconds.
+func TestEtcdFrozenMajorityKeepsLeader(t *testing.T) {
+	RequireDocker(t)
+	c := StartEtcd(t, 3, EtcdOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ld, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := func(n *EtcdNode) uint64 {
+		t.Helper()
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		defer scancel()
+		st, err := n.Admin().Status(sctx, n.Link(etcdAdminLink).Addr())
+		if err != nil {
+			t.Fatalf("status of %s: %v", n.Name(), err)
+		}
+		return st.RaftTerm
+	}
+	before := term(c.Nodes[ld])
+	frozen := []*EtcdNode{c.Nodes[ld], c.Nodes[(ld+1)%len(c.Nodes)]}
+	for _, n := range frozen {
+		if err := n.Pause(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	for _, n := range frozen {
+		if err := n.Unpause(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unfrozen := time.Now()
+	cli := c.Client(t, "a")
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err := cli.Put(pctx, "k", "v")
+		pcancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("put after the unfreeze: %v", err)
+		}
+	}
+	served := time.Since(unfrozen)
+	after, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != ld || term(c.Nodes[after]) != before {
+		t.Errorf("leader %d at term %d after the unfreeze, want %d at term %d", after, term(c.Nodes[after]), ld, before)
+	}
+	if served > time.Second {
+		t.Errorf("first write served %v after the unfreeze, want within the 1 s election timeout", served.Round(time.Millisecond))
+	}
+}
