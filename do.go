@@ -13,7 +13,11 @@ import (
 // values but not its cancellation (context.WithoutCancel), so a caller
 // whose context has ended still frees the key, and a backend that cannot
 // be reached does not hold Do past this bound. A release that times out
-// leaves the key to expire after its TTL.
+// leaves the key to expire after its TTL. When the caller's context can
+// never end (its Done is nil, as for context.Background), the release runs
+// on it unchanged, as a direct Release would: backends then skip the
+// goroutine they need to abandon a request on a context that can end, and
+// the release is bounded by the backend client's own timeouts.
 const DoReleaseTimeout = 10 * time.Second
 
 // Do acquires key on l, waiting as l.Acquire does, runs fn while the lease
@@ -157,9 +161,8 @@ func (w *leaseWatch) lost() {
 }
 
 // finish ends the section: it stops and joins the watcher, cancels the
-// section's context, releases the lease on a context that survives ctx's
-// cancellation for at most DoReleaseTimeout, and joins fnErr with the
-// lost-lease and release errors.
+// section's context, releases the lease (see release) and joins fnErr with
+// the lost-lease and release errors.
 func (w *leaseWatch) finish(ctx context.Context, fnErr error) error {
 	w.mu.Lock()
 	w.finished = true
@@ -170,9 +173,7 @@ func (w *leaseWatch) finish(ctx context.Context, fnErr error) error {
 		<-w.exited
 	}
 	w.cancel(context.Canceled)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DoReleaseTimeout)
-	defer cancel()
-	relErr := w.lease.Release(rctx)
+	relErr := release(ctx, w.lease)
 	lost := w.lease.Err()
 	if !errors.Is(lost, ErrLeaseLost) {
 		return join(fnErr, relErr)
@@ -184,6 +185,17 @@ func (w *leaseWatch) finish(ctx context.Context, fnErr error) error {
 		relErr = nil
 	}
 	return join(fnErr, lost, relErr)
+}
+
+// release releases lease on a context that survives ctx's cancellation
+// for at most DoReleaseTimeout, or on ctx itself if it can never end.
+func release(ctx context.Context, lease Lease) error {
+	if ctx.Done() == nil {
+		return lease.Release(ctx)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DoReleaseTimeout)
+	defer cancel()
+	return lease.Release(rctx)
 }
 
 // join is errors.Join, except that a single non-nil error is returned as
