@@ -60,8 +60,8 @@ func (m *migEnv) freeze(old bool) observation {
 	case <-time.After(max(wait, 0)):
 	}
 	sleepCtx(m.ctx, time.Until(pausedAt.Add(3*m.ttl)))
+	unpausedAt := time.Now() // the servers resume during the call below
 	m.unpause(idx)
-	unpausedAt := time.Now()
 	if !got {
 		r = <-cres
 	}
@@ -141,8 +141,8 @@ func m8(m *migEnv) observation {
 		_ = c.Release(m.ctx)
 	}
 	sleepCtx(m.ctx, time.Until(pausedAt.Add(3*m.ttl)))
-	m.unpause(m.toMajority)
 	unpausedAt := time.Now()
+	m.unpause(m.toMajority)
 	r := <-bres
 	if r.err == nil {
 		_ = b.Release(m.ctx)
