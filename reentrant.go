@@ -45,10 +45,14 @@ func WithOwner(ctx context.Context, owner any) context.Context {
 // thread; Go has no goroutine identity to key on, and one Locker is
 // shared by goroutines that legitimately contend on one key, so the
 // Locker alone cannot tell a nested acquisition from a rival one. The
-// owner says which acquisitions are one holder's; as with Redisson, the
-// holds of an owner are not exclusive among the goroutines that carry it.
+// owner says which acquisitions are one holder's. Unlike a Redisson
+// thread, an owner can be carried by several goroutines (a context passed
+// on): they share its holds and do not exclude each other, so pick an
+// owner per unit of work that must hold the key alone.
 //
-// Guarantees and Close are l's. Close does not release the leases held.
+// With an owner, a ctx already ended fails with ErrNotAcquired and
+// ctx.Err(). Over a nil l, acquisitions fail with ErrInvalidArgument.
+// Guarantees and Close are l's; Close does not release the leases held.
 func Reentrant(l Locker) Locker {
 	return &reentrant{Locker: l, holds: make(map[holdKey]*hold)}
 }
@@ -73,6 +77,22 @@ type hold struct {
 	count int           // live handles; guarded by reentrant.mu
 }
 
+// Guarantees is l's (zero over a nil l).
+func (r *reentrant) Guarantees() Guarantees {
+	if r.Locker == nil {
+		return Guarantees{}
+	}
+	return r.Locker.Guarantees()
+}
+
+// Close is l's (nil over a nil l).
+func (r *reentrant) Close() error {
+	if r.Locker == nil {
+		return nil
+	}
+	return r.Locker.Close()
+}
+
 // Acquire is l.Acquire, reentrant for the owner in ctx (see Reentrant).
 func (r *reentrant) Acquire(ctx context.Context, key string, opts ...Option) (Lease, error) {
 	return r.acquire(ctx, key, opts, true)
@@ -88,6 +108,9 @@ func (r *reentrant) TryAcquire(ctx context.Context, key string, opts ...Option) 
 // acquire hands out a handle on the owner's lease on key, taking the
 // lease from the backend when the owner holds none that is live.
 func (r *reentrant) acquire(ctx context.Context, key string, opts []Option, wait bool) (Lease, error) {
+	if r.Locker == nil {
+		return nil, fmt.Errorf("%w: Reentrant over a nil Locker", ErrInvalidArgument)
+	}
 	ov, ok := ctx.Value(ownerKey{}).(ownerValue)
 	if !ok {
 		if wait {
@@ -97,6 +120,9 @@ func (r *reentrant) acquire(ctx context.Context, key string, opts []Option, wait
 	}
 	if err := checkOwner(ov.owner); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: key %q: %w", ErrNotAcquired, key, err)
 	}
 	if _, err := DefaultOptions().ResolveFor(key, opts...); err != nil {
 		return nil, err

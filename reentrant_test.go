@@ -167,6 +167,18 @@ func TestReentrantInvalid(t *testing.T) {
 	_, err = r.Acquire(ctx, "k", distlock.WithTTL(-1))
 	locktest.WantErr(t, err, distlock.ErrInvalidArgument)
 	locktest.MustRelease(t, held)
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = r.TryAcquire(ended, "k")
+	locktest.WantErr(t, err, distlock.ErrNotAcquired, context.Canceled)
+
+	nilR := distlock.Reentrant(nil)
+	_, err = nilR.Acquire(bg, "k")
+	locktest.WantErr(t, err, distlock.ErrInvalidArgument)
+	if nilR.Close() != nil || nilR.Guarantees() != (distlock.Guarantees{}) {
+		t.Fatal("Reentrant(nil): Close or Guarantees")
+	}
 }
 
 // TestReentrantConcurrent runs goroutines of several owners, several per
