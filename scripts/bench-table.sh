@@ -20,7 +20,7 @@ export DISTLOCK_POSTGRES_IMAGE="${DISTLOCK_POSTGRES_IMAGE:-distlock/postgres:15-
 export DISTLOCK_ETCD_IMAGE="${DISTLOCK_ETCD_IMAGE:-distlock/etcd:3.4-bookworm}"
 export DISTLOCK_ZOOKEEPER_IMAGE="${DISTLOCK_ZOOKEEPER_IMAGE:-distlock/zookeeper:3.8-bookworm}"
 
-per_op='^Benchmark(B1Uncontended|B2Handoff|B7Herd|EtcdB1Uncontended|EtcdB2Handoff|ZKB1Uncontended|ZKB2Handoff)$'
+per_op='^Benchmark(B1Uncontended|B2Handoff|B7Herd|EtcdB1Uncontended|EtcdB2Handoff|MigrateB1Uncontended|MigrateB2Handoff|ZKB1Uncontended|ZKB2Handoff)$'
 sized='^Benchmark(B5Memory|EtcdB3OneKey|EtcdB5State|PGB1Uncontended|PGB2Handoff|PGB4ManyKeys|Redlock.*|ZKB5Nodes)$'
 
 # A benchmark that fails (a server too slow for a client timeout on a

@@ -33,9 +33,10 @@ const (
 )
 
 // kept selects the units of the table: a ratio of two implementations
-// measured side by side (ours/raw, floor/redsync, ours/peer-k8), or a
+// measured side by side (ours/raw, floor/redsync, ours/peer-k8; the
+// migrate benchmarks' both/from+to, shadow/from, both/slower), or a
 // per-operation count that does not depend on the machine's speed.
-var kept = regexp.MustCompile(`^([a-z+-]+/(raw|raw\+nextval|bsm|peer|redsync|floor|etcd|zk)(-k[0-9]+)?|cmds/acq|req/acq|keys/lock|leases/100locks|sessions/contender)$`)
+var kept = regexp.MustCompile(`^([a-z+-]+/(raw|raw\+nextval|bsm|peer|redsync|floor|etcd|zk|from|from-ctx|from\+to|seq|slower)(-k[0-9]+)?|cmds/acq|req/acq|keys/lock|leases/100locks|sessions/contender)$`)
 
 // peers are the implementations ours is compared with, as they appear in
 // sub-benchmark names (B2Handoff/bsm/k=8) and metric units (redsync-N5-us).
