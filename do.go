@@ -65,6 +65,10 @@ func TryDo(ctx context.Context, l Locker, key string, fn func(ctx context.Contex
 	return do(ctx, l, key, fn, false, opts)
 }
 
+// doDefaults are the options Do applies before the caller's: the
+// watchdog, up to the Locker's MaxHold.
+var doDefaults = []Option{WithAutoExtend(0)}
+
 // do is Do (wait) or TryDo.
 func do(ctx context.Context, l Locker, key string, fn func(context.Context, Lease) error, wait bool, opts []Option) (err error) {
 	switch {
@@ -76,8 +80,10 @@ func do(ctx context.Context, l Locker, key string, fn func(context.Context, Leas
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	all := make([]Option, 0, len(opts)+1)
-	all = append(append(all, WithAutoExtend(0)), opts...)
+	all := doDefaults
+	if len(opts) > 0 {
+		all = append(append(make([]Option, 0, len(opts)+1), doDefaults...), opts...)
+	}
 	var lease Lease
 	if wait {
 		lease, err = l.Acquire(ctx, key, all...)

@@ -147,9 +147,9 @@ func TestDoLossSeenByErrAndChild(t *testing.T) {
 func TestDoNotCancelledWhileHeld(t *testing.T) {
 	l := newMem(t)
 	key := locktest.UniqueKey(t)
-	ttl := 150 * time.Millisecond
+	ttl := 300 * time.Millisecond
 	err := distlock.Do(context.Background(), l, key, func(ctx context.Context, lease distlock.Lease) error {
-		deadline := time.Now().Add(4 * ttl)
+		deadline := time.Now().Add(3 * ttl)
 		for time.Now().Before(deadline) {
 			if ctx.Err() != nil {
 				t.Errorf("section cancelled while held: %v", context.Cause(ctx))

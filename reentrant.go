@@ -124,7 +124,7 @@ func (r *reentrant) acquire(ctx context.Context, key string, opts []Option, wait
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: key %q: %w", ErrNotAcquired, key, err)
 	}
-	if _, err := DefaultOptions().ResolveFor(key, opts...); err != nil {
+	if err := checkInner(key, opts); err != nil {
 		return nil, err
 	}
 	k := holdKey{ov.owner, key}
@@ -191,6 +191,16 @@ func (r *reentrant) await(ctx context.Context, key string, h *hold, wait bool) e
 	case <-ctx.Done():
 		return fmt.Errorf("%w: key %q: %w", ErrNotAcquired, key, ctx.Err())
 	}
+}
+
+// checkInner checks key and opts as a backend would, over the library
+// defaults, without resolving options when there are none.
+func checkInner(key string, opts []Option) error {
+	if len(opts) == 0 {
+		return CheckKey(key)
+	}
+	_, err := DefaultOptions().ResolveFor(key, opts...)
+	return err
 }
 
 // checkOwner returns an error matching ErrInvalidArgument unless owner is
