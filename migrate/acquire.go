@@ -40,13 +40,24 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool, opts []distl
 		return nil, distlock.ErrClosed
 	}
 	defer l.lc.Leave()
-	// Backend calls end when Close begins; the backends stay open until
-	// every call has returned and cleaned up.
+	// One attempt with the caller's own context first: an uncontended key
+	// costs what the backends alone cost (a context that Close can cancel
+	// sends some backends' requests through a goroutine of their own).
+	// One attempt is bounded, so Close may wait for it.
+	lease, err := l.acquirePhase(ctx, key, true, opts)
+	switch {
+	case try || err == nil || !(errors.Is(err, distlock.ErrNotAcquired) || errors.Is(err, distlock.ErrUnavailable)):
+		return lease, err
+	case ctx.Err() != nil:
+		return nil, retry.Ended(ctx, err)
+	}
+	// The wait: backend calls end when Close begins; the backends stay
+	// open until every call has returned and cleaned up.
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(l.lc.Closing().Context(), func() { cancel(distlock.ErrClosed) })
 	defer stop()
-	lease, err := l.acquirePhase(cctx, key, try, opts)
+	lease, err = l.acquirePhase(cctx, key, false, opts)
 	if err != nil && ctx.Err() == nil && l.lc.Closing().Fired() {
 		return nil, fmt.Errorf("%w: Close began during the acquisition", distlock.ErrClosed)
 	}
