@@ -1,0 +1,45 @@
+// Package leader runs leader election over any distlock.Locker: among the
+// Candidates that campaign for one election key, at most one leads at a
+// time (as far as the backend's leases exclude), and it runs the leader's
+// work with a context cancelled as soon as its leadership is lost.
+//
+// A Candidate's Run blocks on a waiting Acquire of the election key with
+// the watchdog on (automatic extension). Once it holds the key it is the
+// leader: it reports Elected, then runs the work with a Term (the lease's
+// fence and the start time). The work's context is cancelled when:
+//
+//   - the lease is known lost (expired, taken over, revoked, session
+//     ended): context.Cause matches distlock.ErrLeaseLost;
+//   - Resign is called: context.Cause is ErrResigned;
+//   - Run's own context ends: context.Cause is that context's cause.
+//
+// When the work returns, the lease is released and the Candidate
+// campaigns again after a jittered backoff (after Resign, after the
+// resign delay instead), until Run's context ends. See Candidate.Run for
+// the errors.
+//
+// # Fencing
+//
+// Term.Fence is the lease's fencing token. Where the backend's fences are
+// monotonic (distlock.Guarantees.Fence is distlock.FenceMonotonic), fences
+// strictly increase across terms, whichever candidate leads: a resource
+// that records the highest fence it has seen (package fencing) rejects a
+// deposed leader that has not noticed yet. Leadership is a lease: a
+// leader paused past its TTL overlaps the next leader until it sees its
+// context cancelled, so work with side effects should carry the fence.
+//
+// # Observing the leader
+//
+// A Candidate knows whether it leads (IsLeader, Term), and its observer
+// (WithObserver) is told of each change. Other processes cannot learn who
+// leads through this package: a distlock.Locker stores a token and a fence
+// under a key, not a value the leader chooses, so there is no place to
+// publish the leader's identity (an address, a host name) next to its
+// lease. Backends could store one: etcd as the value of the lock's key,
+// ZooKeeper as the data of the lock's node, Redis as a field next to the
+// token, Postgres in a table written in the transaction that holds the
+// advisory lock. That needs support in the backends that this release
+// does not have; until then a leader that must be found publishes its
+// identity itself (in its work, guarded by the fence) where its followers
+// look.
+package leader
