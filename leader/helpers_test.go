@@ -69,12 +69,19 @@ func startGroup(t *testing.T, lockers []distlock.Locker, key string, work func(i
 func (g *group) stop(i int) error {
 	g.t.Helper()
 	g.cancel[i]()
+	return g.wait(i, 10*time.Second)
+}
+
+// wait returns candidate i's Run error, failing t if Run does not return
+// within d.
+func (g *group) wait(i int, d time.Duration) error {
+	g.t.Helper()
 	select {
 	case err := <-g.errs[i]:
 		g.errs[i] <- err // keep it for a later stop
 		return err
-	case <-time.After(10 * time.Second):
-		g.t.Fatalf("candidate %d: Run did not return within 10 s of its context's end", i)
+	case <-time.After(d):
+		g.t.Fatalf("candidate %d: Run did not return within %v", i, d)
 		return nil
 	}
 }

@@ -121,16 +121,25 @@ func TestNewCandidateRejects(t *testing.T) {
 	l := memlock.New(nil)
 	defer l.Close()
 	work := func(context.Context, leader.Term) error { return nil }
-	for name, f := range map[string]func() error{
-		"nil Locker":      func() error { _, err := leader.NewCandidate(nil, "k", work); return err },
-		"empty key":       func() error { _, err := leader.NewCandidate(l, "", work); return err },
-		"nil work":        func() error { _, err := leader.NewCandidate(l, "k", nil); return err },
-		"zero backoff":    func() error { _, err := leader.NewCandidate(l, "k", work, leader.WithBackoff(0, time.Second)); return err },
-		"max < min":       func() error { _, err := leader.NewCandidate(l, "k", work, leader.WithBackoff(time.Second, time.Millisecond)); return err },
-		"negative resign": func() error { _, err := leader.NewCandidate(l, "k", work, leader.WithResignDelay(-1)); return err },
-		"zero max term":   func() error { _, err := leader.NewCandidate(l, "k", work, leader.WithMaxTerm(0)); return err },
+	for _, tc := range []struct {
+		name   string
+		locker distlock.Locker
+		key    string
+		work   leader.Work
+		opt    leader.Option
+	}{
+		{"nil Locker", nil, "k", work, nil},
+		{"empty key", l, "", work, nil},
+		{"nil work", l, "k", nil, nil},
+		{"zero backoff", l, "k", work, leader.WithBackoff(0, time.Second)},
+		{"max < min", l, "k", work, leader.WithBackoff(time.Second, time.Millisecond)},
+		{"negative resign delay", l, "k", work, leader.WithResignDelay(-1)},
+		{"zero max term", l, "k", work, leader.WithMaxTerm(0)},
 	} {
-		t.Run(name, func(t *testing.T) { locktest.WantErr(t, f(), distlock.ErrInvalidArgument) })
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := leader.NewCandidate(tc.locker, tc.key, tc.work, tc.opt)
+			locktest.WantErr(t, err, distlock.ErrInvalidArgument)
+		})
 	}
 }
 
