@@ -2,7 +2,6 @@ package leader
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -57,66 +56,6 @@ func NewCandidate(l distlock.Locker, key string, work Work, opts ...Option) (*Ca
 
 // Key is the election key.
 func (c *Candidate) Key() string { return c.key }
-
-// Run campaigns until ctx ends: it waits to acquire the election key,
-// runs the work for the term, releases the key when the work returns, and
-// campaigns again after the backoff (WithBackoff) or, after Resign, the
-// resign delay (WithResignDelay). A campaign that fails with a backend
-// error (distlock.ErrUnavailable, for instance) is retried after the
-// backoff too.
-//
-// Run returns only when it cannot go on, with a non-nil error:
-//   - ctx ended: the error matches distlock.ErrNotAcquired and ctx.Err()
-//     (and context.Cause(ctx)), whether Run was leading or campaigning at
-//     that moment; a term in progress was ended first (the work's context
-//     cancelled, the work returned, the key released);
-//   - the Locker was closed: distlock.ErrClosed;
-//   - the lock options are invalid: distlock.ErrInvalidArgument;
-//   - another Run of this Candidate is in progress:
-//     distlock.ErrInvalidArgument.
-//
-// The work's own errors do not end Run: they are reported to the observer
-// (SteppedDown's Err). A panic in the work goes on after the key is
-// released. Run leaves no goroutine behind.
-func (c *Candidate) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: leader %q: Run is already in progress", distlock.ErrInvalidArgument, c.key)
-	}
-	defer c.running.Store(false)
-	b := backoff{min: c.cfg.backoffMin, max: c.cfg.backoffMax}
-	for {
-		r := c.campaign(ctx)
-		if ctx.Err() != nil {
-			return c.stopped(ctx)
-		}
-		if !r.elected && (errors.Is(r.err, distlock.ErrClosed) || errors.Is(r.err, distlock.ErrInvalidArgument)) {
-			return fmt.Errorf("leader %q: campaign: %w", c.key, r.err)
-		}
-		var d time.Duration
-		switch {
-		case r.resigned:
-			b.reset()
-			d = c.cfg.resignDelay
-		case r.elected && r.lasted >= c.cfg.backoffMax:
-			b.reset()
-			d = b.next()
-		default:
-			d = b.next()
-		}
-		if !sleep(ctx, d) {
-			return c.stopped(ctx)
-		}
-	}
-}
-
-// stopped is Run's error once ctx has ended.
-func (c *Candidate) stopped(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if !errors.Is(cause, err) {
-		err = errors.Join(err, cause)
-	}
-	return fmt.Errorf("%w: leader %q: campaign ended: %w", distlock.ErrNotAcquired, c.key, err)
-}
 
 // Resign ends the current term: the work's context is cancelled with the
 // cause ErrResigned, and once the work has returned the key is released;

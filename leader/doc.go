@@ -18,6 +18,27 @@
 // resign delay instead), until Run's context ends. See Candidate.Run for
 // the errors.
 //
+// A service runs one Candidate per process:
+//
+//	c, err := leader.NewCandidate(locker, "scheduler", func(ctx context.Context, term leader.Term) error {
+//		return schedule(ctx, term.Fence) // until ctx ends
+//	}, leader.WithLockOptions(distlock.WithTTL(10*time.Second)))
+//	...
+//	err = c.Run(ctx) // until shutdown
+//
+// # Failover
+//
+// A leader that shuts down (Run's context ends), resigns or whose work
+// returns releases the key, and a waiting candidate leads as soon as the
+// backend wakes it. A leader that crashes releases nothing: where the
+// key carries the TTL (Redis, Redlock, memlock), its lease, extended every
+// TTL/3 by the watchdog, runs out between 2/3 of a TTL and one TTL after
+// the crash, and then a waiting candidate leads; etcd, ZooKeeper and
+// Postgres end it with the crashed client's session or connection (see
+// each backend's documentation). The TTL (distlock.WithTTL through
+// WithLockOptions) trades failover time against the extension traffic and
+// against how long a pause the leader survives.
+//
 // # Fencing
 //
 // Term.Fence is the lease's fencing token. Where the backend's fences are
