@@ -88,7 +88,7 @@ func TestFailoverOnRevoke(t *testing.T) {
 		t.Fatal("Revoke: the key was not held")
 	}
 	second := g.waitFor(leader.Elected, 2, 5*time.Second)[1]
-	locktest.WantErr(t, <-causes[first.who], distlock.ErrLeaseLost)
+	locktest.WantErr(t, recvCause(t, causes[first.who]), distlock.ErrLeaseLost)
 	lost := g.waitFor(leader.Lost, 1, time.Second)[0]
 	if lost.who != first.who || lost.Term != first.Term {
 		t.Fatalf("Lost event %+v, want candidate %d's term %+v", lost, first.who, first.Term)
@@ -129,7 +129,7 @@ func TestResignHandsOver(t *testing.T) {
 	if c.IsLeader() {
 		t.Fatal("IsLeader after Resign returned")
 	}
-	locktest.WantErr(t, <-causes[first.who], leader.ErrResigned)
+	locktest.WantErr(t, recvCause(t, causes[first.who]), leader.ErrResigned)
 	res := g.waitFor(leader.Resigned, 1, time.Second)[0]
 	locktest.WantErr(t, res.Err, leader.ErrResigned)
 	second := g.waitFor(leader.Elected, 2, 5*time.Second)[1]

@@ -151,3 +151,16 @@ func blockUntilEnd(causes []chan error) func(i int) leader.Work {
 		}
 	}
 }
+
+// recvCause returns the cause blockUntilEnd recorded, failing t if the
+// work's context is not cancelled within 5 s.
+func recvCause(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("the work's context was not cancelled within 5 s")
+		return nil
+	}
+}
