@@ -167,3 +167,27 @@ func TestClosedLocker(t *testing.T) {
 	_, err := multilock.Acquire(context.Background(), mine, []string{"a", "b"})
 	locktest.WantErr(t, err, distlock.ErrClosed)
 }
+
+// TestLostWhileWaiting: a key taken early that expires while Acquire
+// waits for a later one fails the call with ErrNotAcquired and
+// ErrLeaseLost, and the later key is released again.
+func TestLostWhileWaiting(t *testing.T) {
+	mine, other := newMem(t)
+	blocker := locktest.MustAcquire(t, other, "b")
+	errc := make(chan error, 1)
+	go func() {
+		ml, err := multilock.Acquire(context.Background(), mine, []string{"a", "b"}, distlock.WithTTL(20*time.Millisecond))
+		if ml != nil {
+			err = errors.Join(errors.New("got a lease"), ml.Release(context.Background()))
+		}
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // "a" expires meanwhile
+	locktest.MustRelease(t, blocker)
+	err := <-errc
+	locktest.WantErr(t, err, distlock.ErrNotAcquired, distlock.ErrLeaseLost)
+	if !strings.Contains(err.Error(), `key "a" (1 of 2) was lost`) {
+		t.Fatalf("error %q does not name key a", err)
+	}
+	wantFree(t, other, "a", "b")
+}

@@ -38,8 +38,8 @@
 // # Cost, and the atomic forms not used
 //
 // Taking n keys costs n sequential acquisitions (n round trips on a
-// networked backend) and n releases; BenchmarkAcquireRelease compares 8
-// keys with 1 on memlock. Several backends have an atomic multi-key form
+// networked backend) and n releases; BenchmarkAcquireRelease and
+// BenchmarkRatio8To1 compare 8 keys with 1 on memlock. Several backends have an atomic multi-key form
 // that could take the whole set in one round trip: a Lua script over
 // keys of one Redis Cluster hash slot (redissingle; redlock per master),
 // one etcd transaction comparing and creating every key (etcdlock), one
