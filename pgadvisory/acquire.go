@@ -18,9 +18,11 @@ import (
 // Acquire implements distlock.Locker: it waits on the server until the
 // key is granted (pg_advisory_lock), so the release hands it over without
 // polling. While the server cannot be reached it retries at the retry
-// delay. When ctx ends, the error matches distlock.ErrNotAcquired and
-// ctx.Err(); the connection is then closed, so a grant that raced the
-// cancellation is freed with it. If the server ends the waiting session
+// delay. When ctx ends, it returns at once with an error matching
+// distlock.ErrNotAcquired and ctx.Err(); the connection is then closed in
+// the background (Close waits for that), so a grant that raced the
+// cancellation is freed with it, even on a server that does not answer.
+// If the server ends the waiting session
 // (terminated, restarted), the error matches distlock.ErrUnavailable; so
 // it does if the waiter is cut off from the server: every TTL/3 of
 // waiting it checks on another connection that the server still answers
@@ -38,7 +40,9 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 // TryAcquire implements distlock.Locker: one pg_try_advisory_lock with the
 // fence, one round trip. If no reply comes within Options.RequestTimeout
 // or ctx ends in flight, the error matches distlock.ErrUnavailable and
-// the connection is closed, which frees the lock if the attempt took it.
+// the connection is closed (in the background if ctx ended, so the call
+// returns at once; Close waits for that), which frees the lock if the
+// attempt took it.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {
 	o, err := l.opts.Lock.ResolveFor(key, opts...)
 	if err != nil {
@@ -121,7 +125,7 @@ func (l *Locker) acquire(ctx context.Context, key string, id int64, o distlock.O
 		}
 		if err == nil {
 			if err = l.ensureFence(ctx, c); err != nil {
-				c.close()
+				l.pool.discard(ctx, c)
 			}
 		}
 		var ls distlock.Lease
@@ -189,8 +193,8 @@ var testHookAfterWait func()
 
 // lockOn runs one lock statement on c and grants the lease. On any
 // failure c is closed (a session whose lock state is in doubt is never
-// reused), except that a TryAcquire that finds the key held returns c to
-// the pool.
+// reused; in the background if ctx has ended, see pool.discard), except
+// that a TryAcquire that finds the key held returns c to the pool.
 func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o distlock.Options, wait bool, since time.Time) (distlock.Lease, error) {
 	if wait {
 		if !l.track(c) {
@@ -225,7 +229,7 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 		})
 	}
 	if err != nil {
-		c.close()
+		l.pool.discard(ctx, c) // in the background if ctx has ended: return now
 		return nil, l.lockError(ctx, key, err)
 	}
 	if !r.got {
@@ -234,7 +238,7 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 				_, err := c.Exec(ctx, "ROLLBACK")
 				return err
 			}); err != nil {
-				c.close()
+				l.pool.discard(ctx, c)
 				return nil, fmt.Errorf("%w: pgadvisory: key %q is held", distlock.ErrNotAcquired, key)
 			}
 		}
@@ -258,7 +262,7 @@ func (l *Locker) lockOn(ctx context.Context, c *conn, key string, id int64, o di
 		if err := request(ctx, l.opts.RequestTimeout, func(ctx context.Context) error {
 			return l.heartbeat(ctx, c, o.TTL, r.pid)
 		}); err != nil {
-			c.close()
+			l.pool.discard(ctx, c)
 			return nil, wrap("confirm after wait", errors.Join(err, errUnknown))
 		}
 	}

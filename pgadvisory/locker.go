@@ -111,8 +111,10 @@ func (l *Locker) KeyID(key string) int64 { return KeyID(l.opts.Namespace, key) }
 // Acquire calls and TryAcquire calls return ErrClosed, their connections
 // closed (leaving the server's wait queue, freeing any lock a request in
 // flight took). It stops the leases' automatic extension, waits for the
-// calls in flight, and closes the idle connections. Leases still held
-// keep their connections: they can still be extended and released, and
+// calls in flight, closes the idle connections and waits for the closing
+// of connections that acquisitions abandoned when their context ended
+// (each bounded by about a second on a server that does not answer).
+// Leases still held keep their connections: they can still be extended and released, and
 // otherwise expire after their TTL (the server ends their sessions). A
 // heartbeat of automatic extension in flight is not interrupted, since
 // that would close its connection and free the lock: Close waits for its

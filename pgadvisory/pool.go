@@ -94,8 +94,9 @@ func boundPgxDials(cfg *pgx.ConnConfig) {
 	}
 }
 
-// pool keeps idle connections for reuse, last in first out. Its only
-// goroutine is the sweep of idle.go, which close stops and waits for.
+// pool keeps idle connections for reuse, last in first out. Its
+// goroutines are the sweep of idle.go and the closing of discarded
+// connections, which close stops and waits for.
 type pool struct {
 	cfg     *pgx.ConnConfig
 	mode    Mode
@@ -107,6 +108,10 @@ type pool struct {
 	idle   []*conn
 	closed bool
 	sweep  sweeper // resets the timeout of connections idle too long
+
+	// closers are the closings of connections discarded after their
+	// caller's context ended (see discard).
+	closers sync.WaitGroup
 }
 
 // newPool returns the pool of connections opened with cfg, which it
@@ -200,6 +205,28 @@ func (p *pool) close() {
 		c.close()
 	}
 	p.sweep.running.Wait()
+	p.closers.Wait()
+}
+
+// discard closes c, which a request under ctx left in doubt. While ctx is
+// live it closes c before returning. Once ctx has ended it only starts the
+// closing: on a server that does not answer (frozen, partitioned), closing
+// an interrupted connection takes up to closeTimeout (see conn.close), and
+// the caller must return when its context ends. The closing goes on in
+// the background, so the server still ends the session and frees what it
+// held; close waits for it. discard is called only by a call registered
+// with the Locker's lifecycle (or a goroutine such a call joins), so every
+// closing starts before close runs.
+func (p *pool) discard(ctx context.Context, c *conn) {
+	if ctx.Err() == nil {
+		c.close()
+		return
+	}
+	p.closers.Add(1)
+	go func() {
+		defer p.closers.Done()
+		c.close()
+	}()
 }
 
 // dial opens a connection and, in session mode, checks that no pooler
@@ -223,7 +250,7 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 	})
 	if err != nil {
 		if c != nil {
-			c.close()
+			p.discard(ctx, c)
 		}
 		if ctx.Err() != nil {
 			err = errors.Join(err, ctxError(ctx))

@@ -76,7 +76,7 @@ func (l *Locker) probe(ctx context.Context) error {
 		var one int
 		c.sent = time.Now()
 		if err := c.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
-			c.close()
+			l.pool.discard(ctx, c) // ended by stop: closes in the background
 			if endedIdle(err) && stale < maxStale {
 				continue
 			}
