@@ -58,7 +58,9 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // woken by the deletion of the node before its own. Errors before the
 // node is queued (no session, connection lost) are retried after a random
 // delay in [RetryMin, RetryMax] once a session is up; a *SessionError (the
-// session ended while queued) and distlock.ErrClosed are returned at once. When ctx
+// session ended while queued, or while the create of the node was in
+// flight, so that it may have been queued) and distlock.ErrClosed are
+// returned at once. When ctx
 // ends, the error matches distlock.ErrNotAcquired, ctx.Err() and, for a
 // context given a cause (context.WithCancelCause, WithTimeoutCause),
 // context.Cause(ctx), and keeps the last backend error. An empty key or

@@ -51,7 +51,7 @@ func AbandonedCreate(ctx context.Context, l *Locker, ttl time.Duration, sid int6
 	if s == nil {
 		return "", fmt.Errorf("no session for %v", ttl)
 	}
-	p, _, err := l.create(ctx, s, view{sid: sid}, l.Path(key), token)
+	p, _, err := l.create(ctx, s, view{sid: sid}, key, l.Path(key), token)
 	return p, err
 }
 
@@ -61,6 +61,13 @@ func AbandonedCreate(ctx context.Context, l *Locker, ttl time.Duration, sid int6
 func SetHookBeforeRelist(f func(own string)) (restore func()) {
 	testHookBeforeRelist = f
 	return func() { testHookBeforeRelist = nil }
+}
+
+// SetHookBeforeCreate makes f run in every acquisition just before the
+// create of its lock node is sent; the returned func removes it.
+func SetHookBeforeCreate(f func()) (restore func()) {
+	testHookBeforeCreate = f
+	return func() { testHookBeforeCreate = nil }
 }
 
 // SetHookBeforeExtend makes f run at the start of every extension's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func TestFaults(t *testing.T) {
 		{"HolderCutOff", testHolderCutOff},
 		{"LostCreateReply", testLostCreateReply},
 		{"WaiterSessionExpires", testWaiterSession},
+		{"WaiterCutDuringCreate", testWaiterCutDuringCreate},
 		{"JanitorKeepsCleanupAcrossSessions", testJanitorAcrossSessions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, e) })
@@ -210,6 +212,36 @@ func testWaiterSession(t *testing.T, e *ensemble) {
 	}
 	wantErr(t, err, distlock.ErrUnavailable)
 	eventually(t, 5*ttl, "the dead waiter's node stayed", func() bool { return len(e.lockNodes(t, key)) == 1 })
+	mustRelease(t, held)
+	mustRelease(t, mustAcquire(t, c, key, distlock.WithTTL(ttl)))
+}
+
+// testWaiterCutDuringCreate: a waiter cut off while its create is in
+// flight does not know whether it is queued; its node, if the create took
+// effect, lives under its session. It returns a SessionError once that
+// session is presumed expired, as a queued waiter does, instead of
+// waiting for a session that cannot come back until its context ends.
+func testWaiterCutDuringCreate(t *testing.T, e *ensemble) {
+	key := uniqueKey(t)
+	const ttl = time.Second
+	a, w, c := e.locker(t, "a", nil), e.locker(t, "w2", nil), e.locker(t, "c", nil)
+	held := mustAcquire(t, a, key, distlock.WithTTL(ttl), distlock.WithAutoExtend(time.Hour))
+	var once sync.Once
+	defer zklock.SetHookBeforeCreate(func() { once.Do(func() { e.blackhole("w2", false) }) })()
+	defer e.blackhole("w2", true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*ttl)
+	defer cancel()
+	start := time.Now()
+	ls, err := w.Acquire(ctx, key, distlock.WithTTL(ttl))
+	if err == nil {
+		_ = ls.Release(context.Background())
+		t.Fatal("acquired a held key")
+	}
+	t.Logf("waiter returned %v after the cut: %v", time.Since(start), err)
+	var se *zklock.SessionError
+	if !errors.As(err, &se) || time.Since(start) > 5*ttl {
+		t.Fatalf("waiter: %v after %v, want a SessionError within 5 TTLs", err, time.Since(start))
+	}
 	mustRelease(t, held)
 	mustRelease(t, mustAcquire(t, c, key, distlock.WithTTL(ttl)))
 }

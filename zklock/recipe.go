@@ -53,7 +53,7 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 	}
 	parent := l.Path(key)
 	token := lease.NewToken()
-	own, created, err := l.create(ctx, s, v, parent, token)
+	own, created, err := l.create(ctx, s, v, key, parent, token)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +68,11 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 
 // create makes our lock node, creating missing parents as containers. It
 // returns the node's path and the start of the create that made it.
-func (l *Locker) create(ctx context.Context, s *session, v view, parent, token string) (string, time.Time, error) {
+func (l *Locker) create(ctx context.Context, s *session, v view, key, parent, token string) (string, time.Time, error) {
 	want := parent + "/" + nodeName(token)
+	if testHookBeforeCreate != nil {
+		testHookBeforeCreate()
+	}
 	for try := 0; ; try++ {
 		start := time.Now()
 		p, err := call(l, ctx, func() (string, error) {
@@ -89,6 +92,16 @@ func (l *Locker) create(ctx context.Context, s *session, v view, parent, token s
 			// when the request returns, which can take until go-zookeeper
 			// gives the connection up).
 			l.cleanup(task{s: s, parent: parent, guid: token})
+			return "", time.Time{}, wrap("create", err)
+		case errors.Is(err, zk.ErrConnectionClosed):
+			// The node may exist, queued under v's session: wait, as a
+			// queued waiter does, for the session to come back (the
+			// janitor deletes the node; the caller retries) or to end
+			// (the node died with it: a *SessionError, at once).
+			l.forget(s, parent, token, "", err)
+			if rerr := l.resume(ctx, s, v, key); rerr != nil {
+				return "", time.Time{}, rerr
+			}
 			return "", time.Time{}, wrap("create", err)
 		default:
 			l.forget(s, parent, token, "", err)
@@ -337,6 +350,10 @@ func (l *Locker) failed(ctx context.Context, s *session, v view, key, op string,
 // testHookBeforeRelist, set by tests only, runs in queue before every
 // listing but the first (that is, before its sync).
 var testHookBeforeRelist func(own string)
+
+// testHookBeforeCreate, set by tests only, runs in create before its
+// request is sent.
+var testHookBeforeCreate func()
 
 // testHookBeforeHold, set by tests only, runs in grant before hold.
 var testHookBeforeHold func(own string)
