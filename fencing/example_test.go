@@ -97,7 +97,7 @@ func ExampleSQLGuard_Write() {
 // highest.
 func ExamplePairGuard() {
 	var g fencing.PairGuard
-	g.Seed("invoice-42", 7) // the highest single fence accepted before the switch
+	g.Seed("invoice-42", 7)                                          // the highest single fence accepted before the switch
 	fmt.Println(g.Admit("invoice-42", fencing.Pair{From: 8, To: 3})) // phase both
 	fmt.Println(g.Admit("invoice-42", fencing.Pair{To: 4}))          // phase to
 	fmt.Println(g.Admit("invoice-42", fencing.Pair{To: 2}))          // an earlier holder, late
