@@ -26,4 +26,9 @@ var (
 	// ErrUnavailable: the backend could not be reached or did not
 	// answer in time; whether the operation took effect may be unknown.
 	ErrUnavailable = errors.New("distlock: backend unavailable")
+
+	// ErrNotSupported: the Locker cannot do what was asked (for
+	// example Inspect on a backend that does not implement Inspector);
+	// the error names the operation and the backend.
+	ErrNotSupported = errors.New("distlock: not supported")
 )

@@ -3,6 +3,7 @@ package distlock
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults used when neither the Locker's URL nor the call sets a value.
@@ -43,6 +44,11 @@ type Options struct {
 	// RetryMin and RetryMax bound the random delay between attempts of a
 	// blocking Acquire. Default DefaultRetryMin and DefaultRetryMax.
 	RetryMin, RetryMax time.Duration
+	// Label is a value the holder publishes with the lock, for
+	// Inspect's LockInfo.Label (a leader's identity, a host name).
+	// Default "". Backends that cannot store it ignore it; their package
+	// doc says so.
+	Label string
 }
 
 // DefaultOptions returns the library defaults: TTL DefaultTTL, no
@@ -123,6 +129,17 @@ func WithRetryDelay(min, max time.Duration) Option {
 	return func(o *Options) { o.RetryMin, o.RetryMax = min, max }
 }
 
+// MaxLabelLen is the longest Label accepted, in bytes.
+const MaxLabelLen = 256
+
+// WithLabel publishes label with the lock where the backend can store it:
+// Inspect reports it as LockInfo.Label while the lease is held (package
+// leader publishes a candidate's identity this way). It is visible to
+// anyone who can inspect the lock space, so it must hold no secret. A
+// label longer than MaxLabelLen bytes or not valid UTF-8 is rejected with
+// ErrInvalidArgument.
+func WithLabel(label string) Option { return func(o *Options) { o.Label = label } }
+
 // Resolve applies opts over base and validates the result. Backends call
 // it once per Acquire; the error matches ErrInvalidArgument.
 func (base Options) Resolve(opts ...Option) (Options, error) {
@@ -147,6 +164,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: max hold must be > 0, got %v", ErrInvalidArgument, o.MaxHold)
 	case o.RetryMin <= 0 || o.RetryMax < o.RetryMin:
 		return fmt.Errorf("%w: retry delay needs 0 < min <= max, got %v..%v", ErrInvalidArgument, o.RetryMin, o.RetryMax)
+	case len(o.Label) > MaxLabelLen:
+		return fmt.Errorf("%w: label is %d bytes, the limit is %d", ErrInvalidArgument, len(o.Label), MaxLabelLen)
+	case !utf8.ValidString(o.Label):
+		return fmt.Errorf("%w: label is not valid UTF-8", ErrInvalidArgument)
 	}
 	return nil
 }
