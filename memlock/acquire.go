@@ -78,7 +78,7 @@ func (l *Locker) try(key string, o distlock.Options) (distlock.Lease, error) {
 	}
 	s.fence++
 	token := lease.NewToken()
-	e.token, e.expires = token, start.Add(o.TTL)
+	e.token, e.fence, e.label, e.expires = token, s.fence, o.Label, start.Add(o.TTL)
 	e.timer = time.AfterFunc(o.TTL, func() { s.expire(key, token) })
 	e.lease = lease.New(lease.Config{ // validity cannot run out under the space lock
 		Key: key, Token: token, Fence: s.fence, Start: start,

@@ -35,6 +35,16 @@
 // still overlaps the next holder: check Done or ValidUntil, or have the
 // resource check the fence (package fencing).
 //
+// # Inspection
+//
+// Locker implements distlock.Inspector. Inspect reports the holder's
+// fence, its label (distlock.WithLabel), distlock.HolderID of its token,
+// the time left of its TTL and the number of blocked Acquire calls queued
+// on the key by every client of the space. List pages through the held
+// keys in key order. ForceRelease is Revoke behind the Inspector
+// interface. An in-process space has no state that outlives its holder,
+// so Leak is always empty.
+//
 // Errors are the root sentinels of package distlock, wrapped; memlock
 // exports none of its own. With no server to miss, the backend itself
 // never reports distlock.ErrUnavailable (a Lease's Extend does when its

@@ -18,6 +18,8 @@ type space struct {
 // entry is a key that is held or has waiters.
 type entry struct {
 	token   string
+	fence   uint64
+	label   string
 	expires time.Time // monotonic
 	lease   *lease.Lease
 	timer   *time.Timer
@@ -70,7 +72,7 @@ func (s *space) freeLocked(key string, e *entry, cause error) {
 	if cause != nil && e.lease != nil {
 		e.lease.Lose(cause)
 	}
-	e.token, e.lease = "", nil
+	e.token, e.fence, e.label, e.lease = "", 0, "", nil
 	s.wakeHeadLocked(e)
 	if len(e.waiters) == 0 {
 		delete(s.keys, key)
