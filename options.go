@@ -164,9 +164,17 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: max hold must be > 0, got %v", ErrInvalidArgument, o.MaxHold)
 	case o.RetryMin <= 0 || o.RetryMax < o.RetryMin:
 		return fmt.Errorf("%w: retry delay needs 0 < min <= max, got %v..%v", ErrInvalidArgument, o.RetryMin, o.RetryMax)
-	case len(o.Label) > MaxLabelLen:
-		return fmt.Errorf("%w: label is %d bytes, the limit is %d", ErrInvalidArgument, len(o.Label), MaxLabelLen)
-	case !utf8.ValidString(o.Label):
+	}
+	return CheckLabel(o.Label)
+}
+
+// CheckLabel returns an error matching ErrInvalidArgument for a label
+// (WithLabel) longer than MaxLabelLen bytes or not valid UTF-8.
+func CheckLabel(label string) error {
+	switch {
+	case len(label) > MaxLabelLen:
+		return fmt.Errorf("%w: label is %d bytes, the limit is %d", ErrInvalidArgument, len(label), MaxLabelLen)
+	case !utf8.ValidString(label):
 		return fmt.Errorf("%w: label is not valid UTF-8", ErrInvalidArgument)
 	}
 	return nil

@@ -52,15 +52,14 @@
 // # Observing the leader
 //
 // A Candidate knows whether it leads (IsLeader, Term), and its observer
-// (WithObserver) is told of each change. Other processes cannot learn who
-// leads through this package: a distlock.Locker stores a token and a fence
-// under a key, not a value the leader chooses, so there is no place to
-// publish the leader's identity (an address, a host name) next to its
-// lease. Backends could store one: etcd as the value of the lock's key,
-// ZooKeeper as the data of the lock's node, Redis as a field next to the
-// token, Postgres in a table written in the transaction that holds the
-// advisory lock. That needs support in the backends that this release
-// does not have; until then a leader that must be found publishes its
-// identity itself (in its work, guarded by the fence) where its followers
-// look.
+// (WithObserver) is told of each change. Other processes learn who leads
+// with Observe, which reads the election key's state through
+// distlock.Inspect: whether a term is running, its fence and holder id,
+// and the identity the leader published with WithIdentity (an address, a
+// host name). The identity is stored with the lock as a label
+// (distlock.WithLabel) where the backend stores labels; each backend's
+// Inspection section says whether it does. Elsewhere Observe still reports
+// that someone leads and the term's holder id, and a leader that must be
+// found publishes its identity itself, guarded by its fence. A Locker
+// without an Inspector makes Observe return distlock.ErrNotSupported.
 package leader

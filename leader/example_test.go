@@ -76,3 +76,30 @@ func ExampleCandidate_Resign() {
 	// a resigned
 	// b leads with fence 2
 }
+
+// The leader publishes its identity; any process finds it with Observe.
+func ExampleObserve() {
+	locker := memlock.New(nil)
+	defer locker.Close()
+	follower := locker.NewHandle() // another process's client, in a service
+	defer follower.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	leading := make(chan struct{})
+	c, _ := leader.NewCandidate(locker, "scheduler", func(ctx context.Context, _ leader.Term) error {
+		close(leading)
+		<-ctx.Done()
+		return nil
+	}, leader.WithIdentity("10.0.0.7:8080"))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = c.Run(ctx) })
+	<-leading
+
+	who, err := leader.Observe(ctx, follower, "scheduler")
+	fmt.Println(who.Elected, who.Identity, who.Fence, err)
+	cancel()
+	wg.Wait()
+	// Output:
+	// true 10.0.0.7:8080 1 <nil>
+}

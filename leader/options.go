@@ -34,6 +34,7 @@ type config struct {
 	maxTerm                time.Duration
 	observer               func(Event)
 	lockOpts               []distlock.Option
+	identity               string
 }
 
 // Option changes one setting of a Candidate (NewCandidate). A nil Option
@@ -89,6 +90,17 @@ func WithLockOptions(opts ...distlock.Option) Option {
 	return func(c *config) { c.lockOpts = append(c.lockOpts, opts...) }
 }
 
+// WithIdentity publishes id (an address, a host name) with the election
+// key while this Candidate leads, so that other processes find the leader
+// with Observe. It is distlock.WithLabel on each acquisition: backends
+// that store labels report it (see each backend's Inspection section),
+// the others ignore it. id must hold no secret; NewCandidate rejects one
+// longer than distlock.MaxLabelLen bytes or not valid UTF-8 with
+// distlock.ErrInvalidArgument.
+func WithIdentity(id string) Option {
+	return func(c *config) { c.identity = id }
+}
+
 // resolve applies opts over the defaults and validates the result.
 func resolve(opts []Option) (config, error) {
 	c := config{
@@ -110,6 +122,9 @@ func resolve(opts []Option) (config, error) {
 	case c.maxTerm <= 0:
 		return c, fmt.Errorf("%w: leader: max term must be > 0, got %v", distlock.ErrInvalidArgument, c.maxTerm)
 	}
-	c.lockOpts = append([]distlock.Option{distlock.WithAutoExtend(c.maxTerm)}, c.lockOpts...)
+	if err := distlock.CheckLabel(c.identity); err != nil {
+		return c, fmt.Errorf("leader: identity: %w", err)
+	}
+	c.lockOpts = append([]distlock.Option{distlock.WithAutoExtend(c.maxTerm), distlock.WithLabel(c.identity)}, c.lockOpts...)
 	return c, nil
 }
