@@ -126,7 +126,8 @@ func HolderID(token string) string {
 }
 
 // Inspect reports the state of key through l's Inspector, or returns an
-// error matching ErrNotSupported when l does not implement one.
+// error matching ErrNotSupported when l does not implement one. A Locker
+// that wraps another (Reentrant) reaches the wrapped one's Inspector.
 func Inspect(ctx context.Context, l Locker, key string) (LockInfo, error) {
 	in, err := inspector(l, "inspect")
 	if err != nil {
@@ -155,13 +156,22 @@ func ForceRelease(ctx context.Context, l Locker, key string) (bool, error) {
 	return in.ForceRelease(ctx, key)
 }
 
+// inspector returns l's Inspector, or that of the Locker l wraps (an
+// Unwrap() Locker method, as Reentrant's), at most maxUnwrap levels down.
 func inspector(l Locker, op string) (Inspector, error) {
-	if l == nil {
-		return nil, fmt.Errorf("%w: %s: nil Locker", ErrInvalidArgument, op)
+	const maxUnwrap = 8
+	for range maxUnwrap {
+		if l == nil {
+			return nil, fmt.Errorf("%w: %s: nil Locker", ErrInvalidArgument, op)
+		}
+		if in, ok := l.(Inspector); ok {
+			return in, nil
+		}
+		u, ok := l.(interface{ Unwrap() Locker })
+		if !ok {
+			return nil, fmt.Errorf("%w: %s on backend %q", ErrNotSupported, op, l.Guarantees().Backend)
+		}
+		l = u.Unwrap()
 	}
-	in, ok := l.(Inspector)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s on backend %q", ErrNotSupported, op, l.Guarantees().Backend)
-	}
-	return in, nil
+	return nil, fmt.Errorf("%w: %s: more than %d wrapped Lockers", ErrNotSupported, op, maxUnwrap)
 }

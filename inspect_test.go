@@ -55,3 +55,18 @@ func TestPageLimit(t *testing.T) {
 		locktest.WantErr(t, err, distlock.ErrInvalidArgument)
 	}
 }
+
+func TestInspectThroughReentrant(t *testing.T) {
+	inner := memlock.New(nil)
+	defer inner.Close()
+	l := distlock.Reentrant(inner)
+	ctx := distlock.WithOwner(context.Background(), "job-1")
+	ls := locktest.MustAcquire(t, l, "k")
+	defer locktest.MustRelease(t, ls)
+	info, err := distlock.Inspect(ctx, l, "k")
+	if err != nil || !info.Held || info.Holder != distlock.HolderID(ls.Token()) {
+		t.Fatalf("Inspect through Reentrant = %+v, %v", info, err)
+	}
+	_, err = distlock.Inspect(ctx, distlock.Reentrant(lockerOnly{inner}), "k")
+	locktest.WantErr(t, err, distlock.ErrNotSupported)
+}

@@ -53,6 +53,8 @@ func WithOwner(ctx context.Context, owner any) context.Context {
 // With an owner, a ctx already ended fails with ErrNotAcquired and
 // ctx.Err(). Over a nil l, acquisitions fail with ErrInvalidArgument.
 // Guarantees and Close are l's; Close does not release the leases held.
+// Inspect, List and ForceRelease reach l's Inspector through the returned
+// Locker's Unwrap method.
 func Reentrant(l Locker) Locker {
 	return &reentrant{Locker: l, holds: make(map[holdKey]*hold)}
 }
@@ -84,6 +86,10 @@ func (r *reentrant) Guarantees() Guarantees {
 	}
 	return r.Locker.Guarantees()
 }
+
+// Unwrap returns l, so that Inspect, List and ForceRelease reach its
+// Inspector.
+func (r *reentrant) Unwrap() Locker { return r.Locker }
 
 // Close is l's (nil over a nil l).
 func (r *reentrant) Close() error {
