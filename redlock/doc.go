@@ -127,6 +127,45 @@
 // N may be any number >= 1. An even N tolerates no more failures than N-1
 // (N=4 tolerates 1, like N=3) at a higher cost; prefer odd N.
 //
+// # Inspection
+//
+// The Locker is a distlock.Inspector (distlock.Inspect, List,
+// ForceRelease). LockInfo.Nodes[i] is node i's view of the lock key: Held
+// if the key exists there (the node refuses it to anyone), Holder the
+// distlock.HolderID of its value, TTL its PTTL (distlock.NoExpiry if it
+// has none), Waiters the length of its wait queue, and Leak when it has
+// no expiry or its value is not a token (another Redis type, or empty).
+// A node that did not answer within the node timeout has the zero
+// LockInfo (Key ""). The fields above Nodes are the quorum view: Held
+// when a majority of all N nodes hold one token, Holder that token's id,
+// TTL the shortest among those nodes (NoExpiry counting as the longest;
+// when not held, NoExpiry if some node's copy never expires, else 0),
+// Waiters the largest count a majority of nodes reach, Leak every node's
+// leak after its address. Fence is 0: the lock's value is only the token,
+// and a node's fence counter is shared by every key, so no node keeps a
+// lease's fence. Inspect and List need a majority of nodes to answer,
+// else they fail with a *QuorumError matching distlock.ErrUnavailable.
+//
+// ForceRelease reads the key on every node, then deletes it on every
+// node where it still holds what was read, and wakes the next waiter as a
+// release does; fence counters are kept, so fences stay monotonic. The
+// evicted lease is not told: Done fires at its own deadline (or when its
+// watchdog finds the key gone), and its Extend and Release fail with
+// distlock.ErrLeaseLost.
+//
+// List walks each node with SCAN ... TYPE string (Redis 6.0 or later), so
+// a lock key holding another type shows in Inspect but not in List. With
+// an empty Prefix every string key of the database may be a lock, and is
+// listed (one without expiry as a leak): give the Locker a Prefix to list
+// only its locks.
+//
+// Redlock does not store labels: distlock.WithLabel is checked and
+// ignored, and LockInfo.Label is "". The lock's value is only the token,
+// so that redsync and other Redlock clients exclude and are excluded by
+// this Locker; a label would need a key of its own, set, extended and
+// deleted in step with the lock by every acquisition, Extend and Release,
+// which is work and risk on the acquire path for an operator's view.
+//
 // # URL
 //
 // Importing this package registers the scheme "redlock" with

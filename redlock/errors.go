@@ -47,14 +47,17 @@ var ErrNotOurs = fmt.Errorf("%w: key gone or someone else's", distlock.ErrLeaseL
 // too many nodes answered that the key is not ours for a majority to hold
 // it, else distlock.ErrUnavailable.
 type QuorumError struct {
-	// Op is "acquire", "extend" or "release".
+	// Op is "acquire", "extend" or "release", or one of the Inspector's:
+	// "inspect", "list" or "force release" (which match
+	// distlock.ErrUnavailable).
 	Op string
-	// Key is the lock's key.
+	// Key is the lock's key (List's prefix for "list").
 	Key string
 	// Nodes lists the nodes that did not confirm, in the order given to New.
 	Nodes []NodeError
 	// Acquired is how many nodes confirmed (took the key, extended it or
-	// deleted it); Needed is the majority, N/2+1.
+	// deleted it; for the Inspector's, answered); Needed is the majority,
+	// N/2+1.
 	Acquired, Needed int
 }
 
