@@ -43,6 +43,44 @@
 // A server that may evict keys is refused with an error matching
 // distlock.ErrInvalidArgument unless Options.AllowEviction is set.
 //
+// # Inspection
+//
+// The Locker is a distlock.Inspector (distlock.Inspect, List,
+// ForceRelease), reading the lock key and its wait queue in one script.
+// In LockInfo, Held is true while the lock key exists (no acquisition
+// can take it then, whatever it holds); Holder is the distlock.HolderID
+// of the token in its value; Fence is the holder's fence where the value
+// carries it ("token:fence", written when the key passes to a queued
+// waiter), else 0: a holder that took a free key keeps its fence
+// only in its lease, so Fence is not always the lease's. TTL is the lock
+// key's PTTL, distlock.NoExpiry if it has none. Waiters is the length of
+// the wait queue, which also counts, until their clean-up or the queue's
+// expiry, entries of waiters that gave up or whose process died. Leak
+// names state no holder can release, or that never expires: a lock key
+// without expiry (one set by hand without PX, say), one holding another
+// Redis type or a value without a token, a wait queue without expiry or
+// of another type; ForceRelease clears each of them. The fence counter
+// never expires, by design, and is not a leak.
+//
+// ForceRelease does, whoever holds the key, what its holder's release
+// would: it hands the key to the first live waiter, woken at once, or
+// deletes it. The fence counter is kept, so fences stay monotonic. The
+// evicted lease is not told: its Done fires at its own deadline (or at
+// its watchdog's next extension), and its Extend and Release fail with
+// distlock.ErrLeaseLost without touching the next holder.
+//
+// List walks the database with SCAN ... TYPE string (Redis 6.0 or
+// later), up to about a million keys per server. With an empty Prefix
+// every string key of the database may be a lock, and is listed (one
+// without expiry as a leak): give the Locker a Prefix to list only its
+// locks.
+//
+// Labels are not stored: distlock.WithLabel is checked and ignored, and
+// LockInfo.Label is "". A label would need a key of its own, set with the
+// same expiry by every acquisition script and hand-off, extended and
+// deleted with the lock by every extension, release and clean-up: a change
+// to each script of the lock's life for an operator's view.
+//
 // # URL
 //
 // redis://[user:password@]host:port[/db][?params], or rediss:// for TLS.
