@@ -85,6 +85,30 @@
 // the sessions: held leases are lost with distlock.ErrClosed, waiters
 // return distlock.ErrClosed.
 //
+// # Inspection
+//
+// The Locker is a distlock.Inspector. Inspect syncs and reads the lock
+// nodes of a key in queue order: the lowest sequence number holds the
+// key. LockInfo.Holder is distlock.HolderID of the GUID in that node's
+// name, which is the lease's token (a Curator client's protected node
+// gives the HolderID of its UUID, an unprotected one "session 0x<id>" of
+// its owning session, a node no session owns "node <name>"); Fence is the
+// node's czxid, as the lease's; Label is the node's data, where the
+// Locker stores distlock.WithLabel (a Curator client stores its own,
+// its IP address by default; data that is no valid label reads as "").
+// TTL is 0: a node lives as long as its session, and the session's
+// remaining time is not readable. Waiters counts the other lock nodes
+// (the first 64 are read, the rest counted). A lock node that is not
+// ephemeral (made by hand) never goes away: it is a Leak, and TTL is
+// distlock.NoExpiry when it holds the key. Empty parents are not leaks:
+// the server deletes them as container nodes. List reads the children of
+// Prefix, maps each back to its key (names that are no key's escape are
+// skipped) and returns the held keys in bytewise key order. ForceRelease
+// deletes the holder's node and every leaked one: the next waiter's
+// watch wakes it, and the evicted lease's watch on its own node fires its
+// Done. Without a deadline on the context, each call waits at most
+// ConnectTimeout for a session and a session timeout for its requests.
+//
 // # URL
 //
 // zk://host1:2181,host2:2181,host3:2181[/prefix][?params]. Parameters:

@@ -51,7 +51,7 @@ func AbandonedCreate(ctx context.Context, l *Locker, ttl time.Duration, sid int6
 	if s == nil {
 		return "", fmt.Errorf("no session for %v", ttl)
 	}
-	p, _, err := l.create(ctx, s, view{sid: sid}, key, l.Path(key), token)
+	p, _, err := l.create(ctx, s, view{sid: sid}, key, l.Path(key), token, nil)
 	return p, err
 }
 

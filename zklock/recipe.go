@@ -53,7 +53,7 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 	}
 	parent := l.Path(key)
 	token := lease.NewToken()
-	own, created, err := l.create(ctx, s, v, key, parent, token)
+	own, created, err := l.create(ctx, s, v, key, parent, token, nodeData(o.Label))
 	if err != nil {
 		return nil, err
 	}
@@ -66,9 +66,10 @@ func (l *Locker) acquireOnce(ctx context.Context, s *session, key string, o dist
 	return ls, err
 }
 
-// create makes our lock node, creating missing parents as containers. It
-// returns the node's path and the start of the create that made it.
-func (l *Locker) create(ctx context.Context, s *session, v view, key, parent, token string) (string, time.Time, error) {
+// create makes our lock node, holding data (the lease's label, which
+// nothing in the recipe reads), creating missing parents as containers.
+// It returns the node's path and the start of the create that made it.
+func (l *Locker) create(ctx context.Context, s *session, v view, key, parent, token string, data []byte) (string, time.Time, error) {
 	want := parent + "/" + nodeName(token)
 	if testHookBeforeCreate != nil {
 		testHookBeforeCreate()
@@ -76,7 +77,7 @@ func (l *Locker) create(ctx context.Context, s *session, v view, key, parent, to
 	for try := 0; ; try++ {
 		start := time.Now()
 		p, err := call(l, ctx, func() (string, error) {
-			return s.conn.Create(want, nil, zk.FlagEphemeralSequential, l.opts.ACL)
+			return s.conn.Create(want, data, zk.FlagEphemeralSequential, l.opts.ACL)
 		}, func(p string, err error) { l.forget(s, parent, token, p, err) })
 		switch {
 		case err == nil:
