@@ -90,7 +90,7 @@ func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (d
 		return nil, err
 	}
 	token := lease.NewToken()
-	q, maybe, err := l.enqueue(ctx, s, key, token, time.Time{}, 0)
+	q, maybe, err := l.enqueue(ctx, s, key, entryValue(token, o.Label), time.Time{}, 0)
 	if err != nil {
 		if serr := s.err(); serr != nil {
 			return nil, errors.Join(ErrSessionExpired, serr)
@@ -109,13 +109,14 @@ func (l *Locker) acquire(ctx context.Context, key string, o distlock.Options) (d
 	return l.grant(ctx, s, key, q.my, q.rev, token, start, o, r)
 }
 
-// adoptable returns nil if value, that of the session's entry my for the
-// key, carries token: the entry is an earlier try of this same call.
+// adoptable returns nil if got, the value of the session's entry my for
+// the key, is want, the value this call writes (entryValue: its token and
+// label): the entry is an earlier try of this same call.
 // Otherwise it is another acquisition's (the key's reservation on the
 // session should make that impossible): the caller touches nothing, the
 // key stays reserved, and the error matches distlock.ErrUnavailable.
-func adoptable(value []byte, token, op, my string) error {
-	if string(value) == token {
+func adoptable(got []byte, want, op, my string) error {
+	if string(got) == want {
 		return nil
 	}
 	return unavailable(op, fmt.Errorf("session entry %s belongs to another acquisition", my))
@@ -152,13 +153,14 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 	}
 	pfx, my := l.prefix(key), l.etcdKey(key, s)
 	token := lease.NewToken()
+	value := entryValue(token, o.Label)
 	until, tries := start.Add(o.TTL-drift(o.TTL)), len(l.cli.Endpoints())
 	var resp *clientv3.TxnResponse
 	maybe, err := l.do(ctx, o.TTL, until, tries, s.dead, func(ctx context.Context) error {
 		var err error
 		resp, err = l.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
-			Then(clientv3.OpPut(my, token, clientv3.WithLease(s.id))).
+			Then(clientv3.OpPut(my, value, clientv3.WithLease(s.id))).
 			Else(clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
 			Commit()
 		return err
@@ -182,7 +184,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 			}
 			return nil, errHeld(key)
 		}
-		if err := adoptable(kvs[0].Value, token, "acquire", my); err != nil {
+		if err := adoptable(kvs[0].Value, value, "acquire", my); err != nil {
 			return nil, err
 		}
 		rev = kvs[0].CreateRevision // an earlier try of ours created it
@@ -202,7 +204,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // own transaction failed.
 func (l *Locker) tryQueued(ctx context.Context, s *session, key, token string, start, until time.Time, maybe bool, o distlock.Options, r *round) (distlock.Lease, error) {
 	tries := len(l.cli.Endpoints())
-	q, queuedMaybe, err := l.enqueue(ctx, s, key, token, until, tries)
+	q, queuedMaybe, err := l.enqueue(ctx, s, key, entryValue(token, o.Label), until, tries)
 	if err != nil {
 		return nil, ctxErr(ctx, unavailable("acquire", err))
 	}

@@ -83,6 +83,41 @@
 // every timeout of its own, so the cluster can stay without a leader for
 // several election timeouts.
 //
+// # Inspection
+//
+// The Locker is a distlock.Inspector (distlock.Inspect, List,
+// ForceRelease), over the lock's entries read at one revision. An entry's
+// value is its lease's token, then a space and the label when the
+// acquisition gave one (distlock.WithLabel), so a label lives and dies
+// with its entry. The holder is the entry with the lowest create
+// revision: Fence is that revision (the lease's Fence), Holder
+// distlock.HolderID of its token ("etcd-lease:" and the etcd lease ID in
+// hex for a concurrency.Mutex or etcdctl entry, whose value is empty),
+// Label its label, and Waiters counts the other entries. TTL is the time
+// left of the holder's etcd lease, in whole seconds rounded up: that is
+// the session's, renewed every TTL/10 while its Locker runs, so it shows
+// how long the entry outlives a crash of its holder; the lock's own TTL is
+// kept by the holder, which deletes its entry when its validity ends. An
+// entry without an etcd lease never expires (TTL distlock.NoExpiry) and
+// is a Leak, as is one whose value is neither a token nor empty.
+//
+// ForceRelease deletes the holder's entry only if it is still the entry
+// read (a transaction on its mod revision), without revoking the etcd
+// lease, which would end every lock and waiter of the holder's session.
+// The next waiter is woken by its watch, with a higher fence. The holder
+// does not watch its entry: it learns of the eviction when it next
+// extends the lease (its watchdog does every TTL/3) or releases it,
+// which fail with ErrKeyGone (distlock.ErrLeaseLost); otherwise Done
+// fires at the end of its validity. Until then HeldCmp and TxnIfHeld
+// already refuse its writes.
+//
+// List reads every key under Options.Prefix plus the listed prefix from
+// the first that can belong to a lock after the cursor, a thousand at a
+// time, because lock names sort differently from their entries; it fails
+// with distlock.ErrNotSupported beyond a million keys. With an empty
+// Prefix every etcd key with a "/" is an entry of some lock: give the
+// Locker a Prefix to list only its locks.
+//
 // # URL
 //
 //	etcd://[user:password@]host1:2379,host2:2379,...[/prefix][?params]

@@ -23,11 +23,12 @@ type queued struct {
 }
 
 // enqueue writes the caller's entry on s in the lock of key, valued
-// token, unless an earlier try of the same call wrote it, and reads the
-// entry just ahead of it, in one transaction. A try that fails is retried
-// as l.do allows (until, tries). Every try is create-only (the entry's
-// create revision must be 0) and the create revision the caller waits
-// with is the one the answering try wrote or read, never assumed. A try
+// value (entryValue: the token and label), unless an earlier try of the
+// same call wrote it, and reads the entry just ahead of it, in one
+// transaction. A try that fails is retried as l.do allows (until,
+// tries). Every try is create-only (the entry's create revision must be
+// 0) and the create revision the caller waits with is the one the
+// answering try wrote or read, never assumed. A try
 // cannot tell an entry that was never written from one an earlier try
 // wrote and an operator deleted since: it writes it again, behind every
 // entry then queued. A try that timed out may still reach the server
@@ -35,10 +36,10 @@ type queued struct {
 // then differs, and the queue reads count the entry as gone (queueRead). On failure the entry is abandoned (see
 // abandon), the error is returned as is, and maybe reports that a try
 // failed after it may have reached a server: the entry may still be
-// written later. An entry of s that does not carry token belongs to
+// written later. An entry of s that does not hold value belongs to
 // another acquisition: enqueue touches nothing and returns an error
 // matching distlock.ErrUnavailable (see adoptable).
-func (l *Locker) enqueue(ctx context.Context, s *session, key, token string, until time.Time, tries int) (q queued, maybe bool, err error) {
+func (l *Locker) enqueue(ctx context.Context, s *session, key, value string, until time.Time, tries int) (q queued, maybe bool, err error) {
 	pfx, my := l.prefix(key), l.etcdKey(key, s)
 	var resp *clientv3.TxnResponse
 	try := 0
@@ -49,7 +50,7 @@ func (l *Locker) enqueue(ctx context.Context, s *session, key, token string, unt
 		var err error
 		resp, err = l.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(my), "=", 0)).
-			Then(clientv3.OpPut(my, token, clientv3.WithLease(s.id)),
+			Then(clientv3.OpPut(my, value, clientv3.WithLease(s.id)),
 				clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2))).
 			Else(clientv3.OpGet(my), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
 			Commit()
@@ -75,7 +76,7 @@ func (l *Locker) enqueue(ctx context.Context, s *session, key, token string, unt
 		l.abandon(s, key, 0)
 		return queued{}, true, errors.New("entry vanished")
 	}
-	if err := adoptable(mine[0].Value, token, "enqueue", my); err != nil {
+	if err := adoptable(mine[0].Value, value, "enqueue", my); err != nil {
 		return queued{}, maybe, err
 	}
 	q.rev = mine[0].CreateRevision
