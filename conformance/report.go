@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -75,7 +76,11 @@ type Report struct {
 	// Migration marks a pair of backends (RunMigration), shown in the
 	// matrix's migration table rather than as a backend column.
 	Migration bool `json:",omitempty"`
-	Results   []Result
+	// Helpers marks the helper scenarios of one backend (RunHelpers),
+	// shown in the matrix's helpers table rather than in its column of
+	// the backends' table.
+	Helpers bool `json:",omitempty"`
+	Results []Result
 
 	file string // the JSON file's name without ".json"; "" for Backend
 }
@@ -86,7 +91,7 @@ func (r *Report) add(res Result) { r.Results = append(r.Results, res) }
 // stable returns the report as tracked: no time or mode, results sorted
 // and stripped of their run-specific fields.
 func (r *Report) stable() Report {
-	s := Report{Backend: r.Backend, Migration: r.Migration, file: r.file}
+	s := Report{Backend: r.Backend, Migration: r.Migration, Helpers: r.Helpers, file: r.file}
 	for _, res := range r.Results {
 		s.Results = append(s.Results, res.stable())
 	}
@@ -216,11 +221,14 @@ func renderMatrix(reps []Report) []byte {
 	sb.WriteString("Scenarios, properties and verdicts are defined in docs/conformance.md. ")
 	sb.WriteString("Each cell: expected / observed → verdict. A BUG fails the test run. ")
 	sb.WriteString("What each run saw (details, durations, metrics) is in report/runs/, which git ignores.\n")
-	var backends, pairs []Report
+	var backends, pairs, helpers []Report
 	for _, r := range reps {
-		if r.Migration {
+		switch {
+		case r.Migration:
 			pairs = append(pairs, r)
-		} else {
+		case r.Helpers:
+			helpers = append(helpers, r)
+		default:
 			backends = append(backends, r)
 		}
 	}
@@ -229,9 +237,20 @@ func renderMatrix(reps []Report) []byte {
 		sb.WriteString("\n## Migration\n\nThe migration scenarios (`conformance.RunMigration`), one column per pair of topologies: the fleet moves from the first to the second through package migrate's phases.\n")
 		writeTable(&sb, pairs)
 	}
+	if len(helpers) > 0 {
+		sb.WriteString("\n## Helpers\n\nThe helper scenarios (`conformance.RunHelpers`), one column per topology: `distlock.Do`, package leader and package multilock over the backend.\n")
+		writeTable(&sb, helpers)
+	}
 	sb.WriteString("\n## Reasons\n\nWhy a scenario is expected to break or is not applicable, and where an expectation differs from the catalogue.\n\n")
-	for _, r := range append(backends, pairs...) {
-		fmt.Fprintf(&sb, "### %s\n\n", r.Backend)
+	for _, r := range slices.Concat(backends, pairs, helpers) {
+		if !slices.ContainsFunc(r.Results, func(res Result) bool { return res.Reason != "" || res.Spec != "" }) {
+			continue
+		}
+		name := r.Backend
+		if r.Helpers {
+			name += " (helpers)"
+		}
+		fmt.Fprintf(&sb, "### %s\n\n", name)
 		for _, res := range r.Results {
 			if res.Reason == "" && res.Spec == "" {
 				continue
@@ -299,7 +318,11 @@ func renderDetails(reps []Report) []byte {
 		if r.Short {
 			mode = "-short"
 		}
-		fmt.Fprintf(&sb, "## %s (%s run, %s)\n\n", r.Backend, mode, r.Written.Format(time.RFC3339))
+		name := r.Backend
+		if r.Helpers {
+			name += " (helpers)"
+		}
+		fmt.Fprintf(&sb, "## %s (%s run, %s)\n\n", name, mode, r.Written.Format(time.RFC3339))
 		for _, res := range r.Results {
 			fmt.Fprintf(&sb, "- %s %s (%.1fs): %s", res.Scenario, res.Verdict, res.Seconds, oneLine(res.Detail))
 			keys := make([]string, 0, len(res.Metrics))
@@ -317,11 +340,12 @@ func renderDetails(reps []Report) []byte {
 	return []byte(sb.String())
 }
 
-// mergeReport adds r to reps, into the report of the same backend if there
-// is one (its results after the others', its time the later).
+// mergeReport adds r to reps, into the report of the same backend and
+// family (backend scenarios, migration, helpers) if there is one (its
+// results after the others', its time the later).
 func mergeReport(reps []Report, r Report) []Report {
 	for i := range reps {
-		if reps[i].Backend == r.Backend {
+		if reps[i].Backend == r.Backend && reps[i].Migration == r.Migration && reps[i].Helpers == r.Helpers {
 			reps[i].Results = append(reps[i].Results, r.Results...)
 			sortResults(reps[i].Results)
 			if r.Written.After(reps[i].Written) {

@@ -23,11 +23,15 @@ import (
 const workerEnv = "DISTLOCK_SUITE_WORKER_URL"
 
 // Main must be called from the TestMain of a test binary that runs the
-// suite: in a worker process it serves the parent over stdin/stdout and
-// exits; otherwise it runs the tests.
+// suite: in a worker process (a client, or a leader candidate of H2) it
+// serves the parent over stdin/stdout and exits; otherwise it runs the
+// tests.
 func Main(m *testing.M) {
 	if url := os.Getenv(workerEnv); url != "" {
 		os.Exit(serveWorker(url, os.Stdin, os.Stdout))
+	}
+	if url := os.Getenv(candidateEnv); url != "" {
+		os.Exit(serveCandidate(url, os.Stdin, os.Stdout))
 	}
 	os.Exit(m.Run())
 }
