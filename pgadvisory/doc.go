@@ -51,6 +51,40 @@
 // created or gives no increasing fences, a *FenceSetupError or a
 // *FenceSequenceError.
 //
+// # Inspection
+//
+// The Locker is a distlock.Inspector. The server keeps an advisory lock
+// as an int8 id and a holding session, nothing more, and Inspect reports
+// what pg_locks shows of the key's id in the Locker's database: Held,
+// Holder "pid:<pid>" (the holding backend, as pg_stat_activity and
+// pg_terminate_backend name it; a pooled session holds successive leases
+// under one pid, so it tells apart holders present at once, not
+// successive ones) and Waiters, the sessions queued for it. Fence is 0
+// (fences come from a sequence shared by all keys), Label is "" (the
+// server has no place for it: application_name is per session, ASCII
+// and 63 bytes; WithLabel is accepted and not stored), and TTL is 0: the
+// lock lives as long as its session, which the server ends a TTL after
+// the holder's last heartbeat, by a setting other sessions cannot read.
+// Leak reports a lock kept by a prepared transaction (PREPARE TRANSACTION
+// after pg_advisory_xact_lock or LockTx), which has no session and never
+// expires; its Holder is "prepared:<gid>".
+//
+// Key names are hashed (KeyID) and not kept on the server, so List names
+// each int8 advisory lock held in the database by its decimal id, the
+// Key AcquireID gives a lease, whoever took it; InspectID and
+// ForceReleaseID take that id. Locker.KeyID maps a name to its id.
+//
+// ForceRelease terminates the session holding the lock
+// (pg_terminate_backend), since Postgres lets only the owning session
+// unlock. That frees every lock the session holds and aborts its open
+// transaction: a lease of this package holds one lock per session, but
+// a LockTx caller or an application session holding other advisory
+// locks loses them all. The evicted lease's Done fires as its
+// connection closes, and fences stay monotonic. A prepared transaction's
+// lock is freed by ROLLBACK PREPARED. The Locker's role needs
+// pg_signal_backend (a superuser's session needs a superuser); without
+// it ForceRelease fails with an error matching distlock.ErrNotSupported.
+//
 // # URL
 //
 // postgres://user:password@host:port/db?params or postgresql://..., the
