@@ -85,7 +85,8 @@ func (c *Candidate) begin(dctx context.Context, lease distlock.Lease) *term {
 
 // serve runs the work for t. The end of the term is reported once: when
 // the work's context is cancelled (by the goroutine context.AfterFunc
-// starts, which serve joins) or else when the work returns.
+// starts, which serve joins, or by serve itself when the work returned
+// first) or else when the work returns.
 func (c *Candidate) serve(t *term) (err error) {
 	ended := make(chan struct{})
 	stop := context.AfterFunc(t.ctx, func() {
@@ -96,11 +97,17 @@ func (c *Candidate) serve(t *term) (err error) {
 	returned := false
 	defer func() {
 		if stop() {
-			why := err
-			if !returned {
+			k, why := SteppedDown, err
+			switch {
+			case !returned:
 				why = errPanicked
+			case t.ctx.Err() != nil:
+				// Cancelled, but the work returned before the watcher
+				// ran: the end is why the context ended.
+				cause := context.Cause(t.ctx)
+				k, why = kindOf(cause), cause
 			}
-			c.end(t, SteppedDown, why)
+			c.end(t, k, why)
 		} else {
 			<-ended
 		}
