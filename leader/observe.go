@@ -20,7 +20,9 @@ type Leader struct {
 	// its lock state; 0 elsewhere.
 	Fence uint64
 	// Holder is the backend's holder id of the leader's lease
-	// (distlock.LockInfo.Holder): it changes with every term.
+	// (distlock.LockInfo.Holder): the token's id, new with every term,
+	// where the backend stores tokens; on Postgres the holding session's
+	// pid, which a pooled session keeps across terms.
 	Holder string
 	// TTL is the time the leader's lease has left as the server sees it,
 	// 0 where the lease lives as long as a session (see

@@ -1,12 +1,9 @@
 package pgadvisory_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,40 +37,15 @@ func TestInspect(t *testing.T) {
 	t.Run("Bounded", s.testInspectBounded)
 }
 
-// contractURLEnv carries the server's URL to TestInspectContract, run by
-// TestInspect/Contract in a child process.
-const contractURLEnv = "DISTLOCK_PGADVISORY_INSPECT_URL"
-
-// testInspectContract runs TestInspectContract in a child process with
-// the contract's List subtest skipped (-test.skip): List names locks by
-// their ids, since the server keeps no key names, so the contract's List
-// of named keys cannot pass (see List). The child uses this server.
-func (s *server) testInspectContract(t *testing.T) {
-	url := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", testbed.PostgresUser, s.node.HostAddr(), testbed.PostgresDB)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestInspectContract$",
-		"-test.skip=^TestInspectContract$/^List$", "-test.count=1", "-test.v", "-test.timeout=2m")
-	cmd.Env = append(os.Environ(), contractURLEnv+"="+url)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestInspectContract ")) {
-		t.Fatalf("contract (child process): %v\n%s", err, out)
-	}
-	t.Logf("contract (child process):\n%s", out)
-}
-
-// TestInspectContract is the Inspector contract on the server of
-// TestInspect, which runs it (it skips otherwise): a evicted by b's
+// testInspectContract runs the Inspector contract on s: a evicted by b's
 // ForceRelease loses its session, so its Done fires within lostWithin;
 // Holder is the session's pid, not the token's id; the server keeps no
-// fence, label or TTL per lock, and queues waiters.
-func TestInspectContract(t *testing.T) {
-	url := os.Getenv(contractURLEnv)
-	if url == "" {
-		t.Skip("run by TestInspect/Contract, which sets " + contractURLEnv)
-	}
+// fence, label, TTL or key name per lock (List lists ids), and queues
+// waiters.
+func (s *server) testInspectContract(t *testing.T) {
+	url := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable&connect_timeout=2", testbed.PostgresUser, s.node.HostAddr(), testbed.PostgresDB)
 	locker := func() *pgadvisory.Locker {
-		cfg, err := pgx.ParseConfig(url + "&connect_timeout=2")
+		cfg, err := pgx.ParseConfig(url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,6 +58,7 @@ func TestInspectContract(t *testing.T) {
 	}
 	locktest.Inspector(t, locker(), locker(), locker(), locktest.InspectTraits{
 		Queues:         true,
+		IDsOnly:        true,
 		MonotonicFence: true,
 		LostWithin:     lostWithin,
 	})
