@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/listpage"
 )
 
 // Bounds of the reads of Inspect, List and ForceRelease.
@@ -60,12 +61,9 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 	if err != nil {
 		return distlock.Listing{}, l.inspectErr("list", err)
 	}
-	keys := sortedKeys(found)
 	var out distlock.Listing
-	if len(keys) > limit {
-		keys = keys[:limit]
-		out.Next = keys[limit-1]
-	}
+	keys := sortedKeys(found)
+	keys, out.Next = listpage.Cut(keys, limit)
 	states := make([]*lockState, len(keys))
 	for i, k := range keys {
 		states[i] = found[k]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/listpage"
 )
 
 var _ distlock.Inspector = (*Locker)(nil)
@@ -52,10 +53,7 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 	}
 	sort.Strings(keys)
 	var out distlock.Listing
-	if len(keys) > limit {
-		keys = keys[:limit]
-		out.Next = keys[limit-1]
-	}
+	keys, out.Next = listpage.Cut(keys, limit)
 	for _, k := range keys {
 		out.Locks = append(out.Locks, s.infoLocked(k, s.keys[k], now))
 	}

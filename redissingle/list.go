@@ -3,13 +3,13 @@ package redissingle
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/listpage"
 )
 
 // Bounds of List's scan of each server.
@@ -56,10 +56,7 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 		return distlock.Listing{}, err
 	}
 	var out distlock.Listing
-	if len(keys) > limit {
-		keys = keys[:limit]
-		out.Next = keys[limit-1]
-	}
+	keys, out.Next = listpage.Cut(keys, limit)
 	st, err := l.read(ctx, "list", keys)
 	if err != nil {
 		return distlock.Listing{}, err
@@ -78,7 +75,7 @@ func (l *Locker) scan(ctx context.Context, prefix, cursor string, keep int) ([]s
 	full := l.opts.Prefix + prefix
 	pattern := globEscape(full) + "*"
 	var mu sync.Mutex
-	found := map[string]struct{}{}
+	found := listpage.NewCollector(cursor, keep)
 	node := func(ctx context.Context, c redis.Cmdable) error {
 		var at uint64
 		for range listMaxRounds {
@@ -89,12 +86,9 @@ func (l *Locker) scan(ctx context.Context, prefix, cursor string, keep int) ([]s
 			mu.Lock()
 			for _, name := range names {
 				key, ok := strings.CutPrefix(name, l.opts.Prefix)
-				if ok && strings.HasPrefix(name, full) && key > cursor && key != "" && checkKey(l.opts.Prefix, key) == nil {
-					found[key] = struct{}{}
+				if ok && strings.HasPrefix(name, full) && checkKey(l.opts.Prefix, key) == nil {
+					found.Offer(key)
 				}
-			}
-			if len(found) > 4*keep {
-				prune(found, keep)
 			}
 			mu.Unlock()
 			if at = next; at == 0 {
@@ -113,7 +107,7 @@ func (l *Locker) scan(ctx context.Context, prefix, cursor string, keep int) ([]s
 	if err != nil {
 		return nil, err
 	}
-	return prune(found, keep), nil
+	return found.Names(), nil
 }
 
 // scanOnce is one SCAN call on c, bounded by inspectTimeout and ctx.
@@ -132,19 +126,6 @@ func (l *Locker) scanOnce(ctx context.Context, c redis.Cmdable, at uint64, patte
 		return nil, 0, wrap("list", err)
 	}
 	return p.names, p.next, nil
-}
-
-// prune cuts found to its keep smallest keys and returns them sorted.
-func prune(found map[string]struct{}, keep int) []string {
-	keys := make([]string, 0, len(found))
-	for k := range found {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys[min(keep, len(keys)):] {
-		delete(found, k)
-	}
-	return keys[:min(keep, len(keys))]
 }
 
 // globEscape escapes the characters special to Redis's glob-style MATCH,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/listpage"
 )
 
 // Bounds of List's scan of each node.
@@ -57,10 +58,7 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 		return distlock.Listing{}, err
 	}
 	var out distlock.Listing
-	if len(keys) > limit {
-		keys = keys[:limit]
-		out.Next = keys[limit-1]
-	}
+	keys, out.Next = listpage.Cut(keys, limit)
 	st, errs := l.read(ctx, keys)
 	if err := l.quorumErr(ctx, "list", prefix, errs); err != nil {
 		return distlock.Listing{}, err
@@ -86,7 +84,7 @@ func (l *Locker) scan(ctx context.Context, prefix, cursor string, keep int) ([]s
 		cursors[i], active[i] = "0", true
 	}
 	errs := make([]error, n)
-	found := map[string]struct{}{}
+	found := listpage.NewCollector(cursor, keep)
 	for round := 0; slices.Contains(active, true); round++ {
 		if round == listMaxRounds {
 			i := slices.Index(active, true)
@@ -110,33 +108,17 @@ func (l *Locker) scan(ctx context.Context, prefix, cursor string, keep int) ([]s
 			}
 			for _, name := range names {
 				key, ok := strings.CutPrefix(name, l.opts.Prefix)
-				if ok && strings.HasPrefix(name, full) && key > cursor && key != "" && l.checkKey(key) == nil {
-					found[key] = struct{}{}
+				if ok && strings.HasPrefix(name, full) && l.checkKey(key) == nil {
+					found.Offer(key)
 				}
 			}
 			cursors[i], active[i] = next, next != "0"
-		}
-		if len(found) > 4*keep {
-			prune(found, keep)
 		}
 	}
 	if err := l.quorumErr(ctx, "list", prefix, errs); err != nil {
 		return nil, err
 	}
-	return prune(found, keep), nil
-}
-
-// prune cuts found to its keep smallest keys and returns them sorted.
-func prune(found map[string]struct{}, keep int) []string {
-	keys := make([]string, 0, len(found))
-	for k := range found {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys[min(keep, len(keys)):] {
-		delete(found, k)
-	}
-	return keys[:min(keep, len(keys))]
+	return found.Names(), nil
 }
 
 // parseScan decodes a SCAN reply: the next cursor and the names.
