@@ -59,10 +59,14 @@ func (l *Locker) Inspect(ctx context.Context, key string) (distlock.LockInfo, er
 	return st[0].info(key), nil
 }
 
-// ForceRelease implements distlock.Inspector in one atomic request
-// (lua/force.lua), bounded as Inspect's: whoever holds key, the key is
-// handed to the first live waiter, as a release does (the waiter is woken
-// over pub/sub and takes it without polling), or deleted if none waits.
+// ForceRelease implements distlock.Inspector in two requests, each
+// bounded as Inspect's: it reads the lock key as Inspect does, then
+// (lua/force.lua, atomically) frees it if it still holds what was read:
+// the key is handed to the first live waiter, as a release does (the
+// waiter is woken over pub/sub and takes it without polling), or deleted
+// if none waits. A holder that took the key after the read is left alone,
+// even by a request that go-redis retries after a lost reply, and
+// ForceRelease then reports false.
 // The fence counter is kept, so the next holder's fence is higher. A
 // lock key holding another Redis type is deleted, and a wait queue
 // without expiry given the queue's TTL (3 x Options.PollInterval), so
@@ -70,8 +74,8 @@ func (l *Locker) Inspect(ctx context.Context, key string) (distlock.LockInfo, er
 // is not told: its Done fires at its own deadline, or when its watchdog's
 // next extension finds the key someone else's; its Extend and Release
 // return distlock.ErrLeaseLost and never touch a later holder, since
-// they compare their token with the lock's value. It reports whether the
-// lock key existed. If the reply is lost (ErrUnavailable after the
+// they compare their token with the lock's value. It reports whether it
+// freed the lock key. If the reply is lost (ErrUnavailable after the
 // request was sent), the key may have been freed. Other errors as for
 // Inspect.
 func (l *Locker) ForceRelease(ctx context.Context, key string) (bool, error) {
@@ -83,14 +87,23 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (bool, error) {
 	if l.cluster {
 		s = forceScripts[1]
 	}
+	st, err := l.read(ctx, "force release", []string{key})
+	if err != nil {
+		return false, err
+	}
+	testHookBeforeForce()
 	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
-	r, err := l.runInt(ctx, l.client, s, l.keysFor(key).all(), l.qttl)
+	r, err := l.runInt(ctx, l.client, s, l.keysFor(key).all(), l.qttl, st[0].typ, st[0].value)
 	if err != nil {
 		return false, wrap("force release", err)
 	}
 	return r == 1, nil
 }
+
+// testHookBeforeForce runs between ForceRelease's read and its script;
+// tests set it to lose the script's reply.
+var testHookBeforeForce = func() {}
 
 // enterInspect checks key as an acquisition does (distlock.CheckKey, then
 // checkKey) and registers the call in flight; a nil error must be matched

@@ -12,14 +12,13 @@ import (
 	"github.com/distlock/distlock/redissingle"
 )
 
-// TestReviewForceReleaseLostReplyEvictsNextHolder: ForceRelease is one
-// script that frees the key whoever holds it, so running it twice frees
-// it twice. Its request runs detached with a context that is never
+// TestReviewForceReleaseLostReplyEvictsNextHolder: ForceRelease's script
+// runs detached with a context that is never
 // cancelled (lifecycle.Detach), so when its reply is lost go-redis
 // retries it after its read timeout (MaxRetries, 3 by default) on
 // another pooled connection, long after ForceRelease returned
-// ErrUnavailable: the retry evicts whoever took the key since. One
-// operator call must never evict a later holder.
+// ErrUnavailable. The retry must not evict whoever took the key since:
+// one operator call never evicts a later holder.
 func TestReviewForceReleaseLostReplyEvictsNextHolder(t *testing.T) {
 	s := startRedis(t)
 	key := uniqueKey(t)
@@ -48,8 +47,9 @@ func TestReviewForceReleaseLostReplyEvictsNextHolder(t *testing.T) {
 	opts := []distlock.Option{distlock.WithTTL(30 * time.Second), distlock.WithoutAutoExtend()}
 	mustAcquire(t, a, key, opts...)
 
+	// The read is answered; the script's reply is lost.
 	link := s.node.Link("review-op")
-	link.DropReplies()
+	defer redissingle.SetForceHook(link.DropReplies)()
 	defer link.Heal()
 	forced := make(chan error, 1)
 	go func() {
