@@ -30,6 +30,7 @@ type queue struct {
 	nodes  []queueNode // read and still there, in queue order: nodes[0] holds the key
 	unread int         // listed beyond maxQueueReads
 	data   []byte      // nodes[0]'s data: the holder's label
+	listed string      // the first lock node listed: the holder when listed
 }
 
 // Inspect implements distlock.Inspector: after a sync of the lock's path
@@ -71,9 +72,11 @@ func (l *Locker) Inspect(ctx context.Context, key string) (distlock.LockInfo, er
 // matches distlock.ErrLeaseLost and ErrNodeDeleted), and its Extend and
 // Release, which check and delete only its own node, return
 // distlock.ErrLeaseLost. The next holder's fence, its node's czxid, is
-// higher. It reports whether the key was held; a holder that released
-// the key between the read and the delete is not followed by a second
-// delete, so the next holder is never evicted by the same call. If a
+// higher. It reports whether it evicted a holder. Only the node that
+// held the key when the queue was listed is deleted: if that holder
+// released the key before its node was read, or between the read and the
+// delete, the next holder is left alone (and ForceRelease reports false
+// in the first case), so one call never evicts a later holder. If a
 // delete fails, the error (distlock.ErrUnavailable for a transport
 // error) says so and the report stands. Other errors as for Inspect.
 func (l *Locker) ForceRelease(ctx context.Context, key string) (bool, error) {
@@ -89,6 +92,12 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (bool, error) {
 	q, err := l.readQueue(ctx, s, parent, true)
 	if err != nil || len(q.nodes) == 0 {
 		return false, err
+	}
+	if q.nodes[0].name != q.listed {
+		// The holder listed released between the listing and its read:
+		// the node now first may be a waiter just granted the key, which
+		// this call was not aimed at and leaves alone.
+		return false, nil
 	}
 	del := []string{q.nodes[0].name}
 	for _, n := range q.nodes[1:] {
@@ -176,6 +185,9 @@ func (l *Locker) readQueue(ctx context.Context, s *session, parent string, sync 
 		return q, wrap("list "+parent, err)
 	}
 	nodes := sortLockNodes(children)
+	if len(nodes) > 0 {
+		q.listed = nodes[0].name
+	}
 	if len(nodes) > maxQueueReads {
 		q.unread, nodes = len(nodes)-maxQueueReads, nodes[:maxQueueReads]
 	}
