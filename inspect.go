@@ -105,7 +105,9 @@ type LockInfo struct {
 	Waiters int
 	// Leak is non-empty when the library's state for this key can never
 	// be freed by its holder or by expiry: no expiry, no owner, an
-	// unreadable value. It says what is wrong; ForceRelease clears it.
+	// unreadable value. It says what is wrong. ForceRelease clears a
+	// leaked holder; what it does with leaked waiters' state is in the
+	// backend's doc.
 	Leak string
 	// Nodes is the per-server view where the backend spreads one lock
 	// over several servers (Redlock), in the Locker's server order; nil
