@@ -182,15 +182,6 @@ func (l *eventLog) await(e *env, d time.Duration, kind string, since int64, matc
 	return ev, ok
 }
 
-// endOf returns the kind of the event that ended term (an Elected event),
-// if one was reported.
-func (l *eventLog) endOf(term leaderEvent) (string, bool) {
-	ev, ok := l.find("", term.at, func(ev leaderEvent) bool {
-		return ev.cand == term.cand && ev.fence == term.fence && ev.kind != "elected"
-	})
-	return ev.kind, ok
-}
-
 // count returns how many events of kind were reported.
 func (l *eventLog) count(kind string) int {
 	n := 0

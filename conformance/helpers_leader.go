@@ -44,7 +44,8 @@ func crashBound(e *env) time.Duration {
 // work makes sections on the unfenced and the fenced register: a lost
 // update on the unfenced one means two leaders at once (the fenced one
 // reports how many writes of deposed leaders it refused); term fences
-// must increase where the backend's fences are ordered.
+// must increase where the backend's fences are ordered; each term must
+// end once, as the scenario ended it (endProblems).
 func h2(e *env) observation {
 	procs := e.h.URL != nil && e.g.CrossProcess
 	log := &eventLog{}
@@ -126,22 +127,12 @@ func h2(e *env) observation {
 	if resignErr != nil {
 		problems = append(problems, fmt.Sprintf("Resign returned %v", resignErr))
 	}
-	// Each term reports exactly one end. Its kind is noted, not judged:
-	// package leader can report "stepped down" for a term that Resign
-	// or a loss ended when the work returns as soon as its context ends.
-	var notes []string
-	if k, ok := log.endOf(second); !ok {
-		problems = append(problems, fmt.Sprintf("the resigning leader (candidate %d) reported no end of its term", second.cand))
-	} else if k != "resigned" {
-		notes = append(notes, fmt.Sprintf("the resigned term ended as %q", k))
+	killed := 0 // a SIGKILLed candidate's observer died with it
+	if procs {
+		killed = first.cand
 	}
-	if !procs && e.g.LostNotification {
-		if k, ok := log.endOf(first); !ok {
-			problems = append(problems, fmt.Sprintf("LN: the revoked leader (candidate %d) reported no end of its term", first.cand))
-		} else if k != "lost" {
-			notes = append(notes, fmt.Sprintf("the revoked term ended as %q", k))
-		}
-	}
+	ends, endNote := endProblems(log.all(), killed, e.g.LostNotification, first, second, third)
+	problems = append(problems, ends...)
 	problems = append(problems, termProblems(e, log.all())...)
 	plainWrites, _ := e.plain.stats()
 	fencedWrites, rejected := e.fenced.stats()
@@ -153,8 +144,8 @@ func h2(e *env) observation {
 	detail := fmt.Sprintf("%d candidates (%s); leader %d %s, candidate %d led %s later (bound %v, %.2f TTL); it resigned, candidate %d led %s later; %d terms, fences %s; %d unfenced and %d fenced writes, %d stale writes rejected",
 		leaderCandidates, kind, first.cand, fault, second.cand, fmtDur(failover), bound, float64(failover)/float64(e.ttl),
 		third.cand, fmtDur(handover), terms, fenceNote(e), plainWrites, fencedWrites, rejected)
-	if len(notes) > 0 {
-		detail += " (" + strings.Join(notes, "; ") + ")"
+	if len(ends) == 0 {
+		detail += "; " + endNote
 	}
 	switch {
 	case len(problems) > 0:
@@ -214,4 +205,64 @@ func termProblems(e *env, evs []leaderEvent) []string {
 		seen[ev.fence] = ev.cand
 	}
 	return problems
+}
+
+// endProblems judges how the terms ended, as the candidates' observers
+// (WithObserver) reported it: every term reports exactly one end, after
+// its Elected, of the kind the scenario caused. The revoked leader's term
+// ends Lost (where the backend promises LostNotification; elsewhere its
+// kind is noted), the resigned one Resigned, and the last, ended by
+// closing the campaigns, SteppedDown (Run's context ended); any other
+// term, one end of any kind. killed (0: none) is the candidate SIGKILLed
+// with its observer: its term's end is not observable, and the survivors'
+// observers must report no end for it. note says what was judged.
+func endProblems(evs []leaderEvent, killed int, ln bool, first, second, third leaderEvent) (problems []string, note string) {
+	type termID struct {
+		cand  int
+		fence uint64
+	}
+	want := map[termID]string{{second.cand, second.fence}: "resigned", {third.cand, third.fence}: "stepped down"}
+	switch {
+	case killed != 0:
+		note = "the killed leader's end not observable, "
+	case ln:
+		want[termID{first.cand, first.fence}] = "lost"
+	}
+	ends := map[termID][]leaderEvent{}
+	for _, ev := range evs {
+		if ev.kind != "ready" && ev.kind != "elected" {
+			id := termID{ev.cand, ev.fence}
+			ends[id] = append(ends[id], ev)
+		}
+	}
+	var others []string
+	for _, t := range elected(evs) {
+		id := termID{t.cand, t.fence}
+		got := ends[id]
+		delete(ends, id)
+		switch {
+		case t.cand == killed:
+		case len(got) != 1:
+			problems = append(problems, fmt.Sprintf("candidate %d's term (fence %d) reported %d ends, want 1", t.cand, t.fence, len(got)))
+		case got[0].at < t.at:
+			problems = append(problems, fmt.Sprintf("candidate %d's term (fence %d) reported its end (%s) before its election", t.cand, t.fence, got[0].kind))
+		case want[id] == "":
+			others = append(others, fmt.Sprintf("candidate %d's term (fence %d) %s", t.cand, t.fence, got[0].kind))
+		case got[0].kind != want[id]:
+			problems = append(problems, fmt.Sprintf("candidate %d's term (fence %d) ended as %q, want %q", t.cand, t.fence, got[0].kind, want[id]))
+		}
+	}
+	for id, got := range ends { // left: ends of no Elected term
+		problems = append(problems, fmt.Sprintf("candidate %d reported an end (%s) of a term (fence %d) it was never elected to", id.cand, got[0].kind, id.fence))
+	}
+	sort.Strings(others)
+	note += "each term ended once"
+	if killed == 0 && ln {
+		note += ", the revoked one lost"
+	}
+	note += ", the resigned one resigned, the last stepped down at close"
+	if len(others) > 0 {
+		note += " (" + strings.Join(others, "; ") + ")"
+	}
+	return problems, note
 }
