@@ -11,16 +11,15 @@ import (
 
 // helpersCatalogue is the helper scenario list (docs/conformance.md,
 // "Helper scenarios"): the everyday helpers built on the Locker
-// interface (distlock.Do, package leader, package multilock), run over
+// interface (distlock.Do, package leader, package multilock, the
+// Inspector functions distlock.Inspect, List and ForceRelease), run over
 // each backend. The expectations read the Guarantees as the backend
 // scenarios' do.
 var helpersCatalogue = []scenario{
 	{"H1", "Do: fn's context cancelled on loss, never while held", "LN through fn's ctx, no false cancel", expectH1, h1},
 	{"H2", "leader: crash (or revocation) and resignation hand over", "ME FENCE, failover time", expectH2, h2},
 	{"H3", "multilock: 4 clients take random overlapping key sets in random order", "DF, ME per key, FENCE", always, h3},
-	// H4, Inspect agreeing with the truth after expiry, release and
-	// ForceRelease, belongs here once the backends implement
-	// distlock.Inspector (docs/conformance.md, "Helper scenarios").
+	{"H4", "inspection agrees with the truth: held, released, expired, crashed, force-released", "Inspect and List = truth, no leak; LN FENCE NR after ForceRelease", always, h4},
 }
 
 // helperClient is the client name (Harness.NewLocker, Harness.URL) of

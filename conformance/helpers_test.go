@@ -12,12 +12,12 @@ import (
 )
 
 // TestHelpers runs the helper scenarios (conformance.RunHelpers: Do,
-// leader, multilock) on the in-process backend and on every container
-// topology, each on servers of its own, two at a time. Redlock runs once,
-// on volatile masters: its other deployments differ only across
-// restarts, which these scenarios do not make. The container topologies
-// are skipped, each on its own, where Docker is unavailable (or with
-// -short).
+// leader, multilock, inspection) on the in-process backend and on every
+// container topology, each on servers of its own, two at a time. Redlock
+// runs once, on volatile masters: its other deployments differ only
+// across restarts, which these scenarios do not make. The container
+// topologies are skipped, each on its own, where Docker is unavailable
+// (or with -short).
 func TestHelpers(t *testing.T) {
 	docker := func(newHarness func(t *testing.T) conformance.Harness) func(t *testing.T) conformance.Harness {
 		return func(t *testing.T) conformance.Harness {
