@@ -238,7 +238,7 @@ func renderMatrix(reps []Report) []byte {
 		writeTable(&sb, pairs)
 	}
 	if len(helpers) > 0 {
-		sb.WriteString("\n## Helpers\n\nThe helper scenarios (`conformance.RunHelpers`), one column per topology: `distlock.Do`, package leader and package multilock over the backend.\n")
+		sb.WriteString("\n## Helpers\n\nThe helper scenarios (`conformance.RunHelpers`), one column per topology: `distlock.Do`, package leader, package multilock and inspection (`distlock.Inspector`) over the backend.\n")
 		writeTable(&sb, helpers)
 	}
 	sb.WriteString("\n## Reasons\n\nWhy a scenario is expected to break or is not applicable, and where an expectation differs from the catalogue.\n\n")
