@@ -81,3 +81,13 @@ func SweepResets(t testing.TB) <-chan struct{} {
 	t.Cleanup(func() { testHookReset = nil })
 	return ch
 }
+
+// SetForcePause makes ForceRelease pause d between its reading of the
+// holders and their termination, until t ends.
+func SetForcePause(t testing.TB, d time.Duration) {
+	testForcePause = d.Seconds()
+	t.Cleanup(func() { testForcePause = 0 })
+}
+
+// QuoteEscaped is quoteEscaped.
+var QuoteEscaped = quoteEscaped

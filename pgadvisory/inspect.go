@@ -40,14 +40,30 @@ const listSQL = `WITH s AS (` + lockStateSQL + `),
 keys AS (SELECT DISTINCT k FROM s WHERE granted AND starts_with(k, $1) AND k > $2 ORDER BY k LIMIT $3)
 SELECT s.k, s.granted, s.pid, s.gid FROM s JOIN keys USING (k) ORDER BY s.k, s.pid NULLS FIRST`
 
+// stillHoldsSQL is true while the session s.pid holds lock $1: read again
+// just before that session is terminated, so that a session which let
+// the lock go after the first reading (and may, pooled, hold another
+// key's lease by now) is spared.
+const stillHoldsSQL = `EXISTS (SELECT 1 FROM pg_locks r WHERE r.pid = s.pid AND r.locktype = 'advisory'
+AND r.objsubid = 1 AND r.granted AND ((r.classid::bigint << 32) | r.objid::bigint) = $1::bigint
+AND r.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
+
 // forceSQL ends every holder of lock $1 but the calling session: it
 // terminates each holding session, waiting up to $2 ms for it to exit,
 // and returns each holder's pid (NULL for a prepared transaction, whose
 // gid it returns for ROLLBACK PREPARED) and whether it is gone. A
-// backend that exited before it could be signalled is gone too.
-const forceSQL = `SELECT pid, gid, CASE WHEN pid IS NULL THEN false WHEN pg_terminate_backend(pid, $2::bigint) THEN true
+// backend that exited before it could be signalled is gone too, and so is
+// one that no longer holds the lock when it is read again (stillHoldsSQL).
+const forceSQL = `SELECT pid, gid, CASE WHEN pid IS NULL THEN false WHEN NOT ` + stillHoldsSQL + ` THEN true
+WHEN pg_terminate_backend(pid, $2::bigint) THEN true
 ELSE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = s.pid) END
-FROM (` + lockStateSQL + `) s WHERE k = $1::bigint::text AND granted AND pid IS DISTINCT FROM pg_backend_pid()`
+FROM (` + lockStateSQL + `) s, LATERAL (SELECT pg_sleep(CASE WHEN s.k IS NULL THEN 0 ELSE $3::float8 END)) pause
+WHERE k = $1::bigint::text AND granted AND pid IS DISTINCT FROM pg_backend_pid()`
+
+// testForcePause is the pause, in seconds, of forceSQL between its first
+// reading of pg_locks and the termination of each holder: 0 outside
+// tests.
+var testForcePause float64
 
 // Inspect implements distlock.Inspector: one read of pg_locks for key's
 // advisory lock (KeyID under the Locker's namespace) on a pooled
@@ -90,13 +106,21 @@ func (l *Locker) inspect(ctx context.Context, key string, id int64) (distlock.Lo
 // and so is every int8 advisory lock of the database, whatever its
 // namespace or whoever took it. Each entry is filled as Inspect fills it.
 // Locks held only in the (int4, int4) space of pg_advisory_lock(int,
-// int) are not listed. Errors as for Inspect; a page.Limit outside
-// 0..distlock.MaxListLimit returns an error matching
-// distlock.ErrInvalidArgument.
+// int) are not listed. A prefix with anything but digits and '-' matches
+// no id and lists nothing. Errors as for Inspect; a page.Limit outside
+// 0..distlock.MaxListLimit, or a page.Cursor that is not a lock id,
+// returns an error matching distlock.ErrInvalidArgument.
 func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (distlock.Listing, error) {
 	limit, err := page.LimitOrDefault()
 	if err != nil {
 		return distlock.Listing{}, err
+	}
+	if page.Cursor != "" && !isLockID(page.Cursor) {
+		return distlock.Listing{}, fmt.Errorf("%w: pgadvisory: list cursor %q is no lock id: pass Listing.Next of the previous page",
+			distlock.ErrInvalidArgument, clip(page.Cursor))
+	}
+	if strings.Trim(prefix, "-0123456789") != "" {
+		return distlock.Listing{}, nil // no lock id starts with it
 	}
 	var out distlock.Listing
 	err = l.operate(ctx, "list", func(ctx context.Context, c *conn) error {
@@ -119,9 +143,13 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 // lock it holds and aborts what it was doing: a lease of this package
 // holds one lock per session, but a LockTx caller's transaction or an
 // application's own session loses all of its locks and work. The evicted
-// lease learns at once that it is lost (the lease's monitor reads its
-// connection; its Done fires as the server closes it), and its Extend
-// and Release return distlock.ErrLeaseLost. Fences stay monotonic: the
+// lease learns that it is lost when its client reads the closed
+// connection (the lease's monitor reads it; Done then fires): within
+// milliseconds while the holder's process runs, at its validity's end if
+// it is paused or cut off. The server frees the lock as the session
+// exits, so the next holder may be granted before the evicted lease
+// learns: a resource that must refuse it checks fences. Its Extend and
+// Release return distlock.ErrLeaseLost. Fences stay monotonic: the
 // fence sequence is untouched. It reports whether the key was held.
 //
 // The caller's role needs the right to terminate the holder's session
@@ -132,9 +160,12 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 // that does not exit in time gives an error matching
 // distlock.ErrUnavailable. Other errors as for Inspect.
 //
-// The holder is read and terminated in one statement, yet a lease
-// released in the instant between the two lets its pooled session be
-// reused by another lease, which is then evicted instead (and told).
+// In one statement, the holder is read, read again just before its
+// session is terminated, and terminated: a session that let the lock go
+// after the first reading (its pooled connection perhaps holding another
+// key's lease by then) is spared. Only a release and a new acquisition
+// on that session within the microseconds between the second reading and
+// the termination would make another lease the one evicted.
 func (l *Locker) ForceRelease(ctx context.Context, key string) (bool, error) {
 	if err := distlock.CheckKey(key); err != nil {
 		return false, err
@@ -154,7 +185,7 @@ func (l *Locker) forceRelease(ctx context.Context, key string, id int64) (bool, 
 	err := l.operate(ctx, "force release "+strconv.Quote(key), func(ctx context.Context, c *conn) error {
 		var alive []string
 		var gids []string
-		rows, _ := c.Query(ctx, forceSQL, id, wait)
+		rows, _ := c.Query(ctx, forceSQL, id, wait, testForcePause)
 		var pid *int32
 		var gid *string
 		var gone bool
@@ -173,7 +204,7 @@ func (l *Locker) forceRelease(ctx context.Context, key string, id int64) (bool, 
 				"grant it pg_signal_backend, or connect as a superuser (a superuser's session needs a superuser)")
 		}
 		for _, g := range gids {
-			if _, err := c.Exec(ctx, "ROLLBACK PREPARED "+quoteLiteral(g)); err != nil {
+			if _, err := c.Exec(ctx, "ROLLBACK PREPARED "+quoteEscaped(g)); err != nil {
 				if pe, ok := pgError(err); ok && pe.Code == codeUndefinedObject {
 					continue // committed or rolled back meanwhile
 				}
@@ -319,4 +350,28 @@ func listing(rows []lockRow, limit int) distlock.Listing {
 		i = j
 	}
 	return out
+}
+
+// quoteEscaped quotes s as an escape string literal (E'...'), in which
+// backslashes are escapes whatever standard_conforming_strings says, so
+// that a prepared transaction's gid, chosen by whoever prepared it, is
+// one literal and nothing more.
+func quoteEscaped(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	return "E'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// isLockID reports whether s is the decimal form of an int8 lock id, as
+// List names locks.
+func isLockID(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
 }

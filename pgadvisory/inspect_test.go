@@ -31,6 +31,8 @@ func TestInspect(t *testing.T) {
 	t.Run("Waiters", s.testInspectWaiters)
 	t.Run("ForceRelease", s.testForceRelease)
 	t.Run("ForceReleaseSession", s.testForceReleaseSession)
+	t.Run("ForceSparesReusedSession", s.testForceSparesReusedSession)
+	t.Run("PreparedGidQuoting", s.testPreparedGidQuoting)
 	t.Run("List", s.testListIDs)
 	t.Run("PreparedLeak", s.testPreparedLeak)
 	t.Run("Privilege", s.testForcePrivilege)
