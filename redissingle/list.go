@@ -73,7 +73,7 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 // cursor, in bytewise order (see List).
 func (l *Locker) scan(ctx context.Context, prefix, cursor string, keep int) ([]string, error) {
 	full := l.opts.Prefix + prefix
-	pattern := globEscape(full) + "*"
+	pattern := listpage.MatchPrefix(full)
 	var mu sync.Mutex
 	found := listpage.NewCollector(cursor, keep)
 	node := func(ctx context.Context, c redis.Cmdable) error {
@@ -126,18 +126,4 @@ func (l *Locker) scanOnce(ctx context.Context, c redis.Cmdable, at uint64, patte
 		return nil, 0, wrap("list", err)
 	}
 	return p.names, p.next, nil
-}
-
-// globEscape escapes the characters special to Redis's glob-style MATCH,
-// so that s matches only itself.
-func globEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -76,7 +76,7 @@ func (l *Locker) List(ctx context.Context, prefix string, page distlock.Page) (d
 // cursor that the nodes' SCANs return, in bytewise order (see List).
 func (l *Locker) scan(ctx context.Context, prefix, cursor string, keep int) ([]string, error) {
 	full := l.opts.Prefix + prefix
-	pattern := globEscape(full) + "*"
+	pattern := listpage.MatchPrefix(full)
 	n := len(l.nodes)
 	cursors := make([]string, n)
 	active := make([]bool, n)
@@ -144,20 +144,4 @@ func parseScan(r result) (string, []string, error) {
 		names = append(names, s)
 	}
 	return next, names, nil
-}
-
-// globEscape escapes the characters special to Redis's glob-style MATCH,
-// so that s matches only itself.
-func globEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }

@@ -2,11 +2,13 @@
 // the distlock.Inspector implementations: while scanning a backend's
 // names in any order, keep the Limit+1 smallest names after the page's
 // cursor in bytewise order (a Collector), then cut them to a page of
-// Limit names and the cursor of the next page (Cut).
+// Limit names and the cursor of the next page (Cut); and the SCAN MATCH
+// pattern of a name prefix for the Redis backends (MatchPrefix).
 package listpage
 
 import (
 	"slices"
+	"strings"
 )
 
 // Collector keeps the Keep smallest distinct names offered to it that
@@ -65,4 +67,20 @@ func Cut(names []string, limit int) (page []string, next string) {
 		return names[:limit], names[limit-1]
 	}
 	return names, ""
+}
+
+// MatchPrefix returns the Redis glob-style pattern (SCAN ... MATCH) of the
+// names that start with prefix: prefix with the characters special to the
+// glob (* ? [ ] \) escaped, then "*".
+func MatchPrefix(prefix string) string {
+	var b strings.Builder
+	for i := 0; i < len(prefix); i++ {
+		switch c := prefix[i]; c {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(prefix[i])
+	}
+	b.WriteByte('*')
+	return b.String()
 }

@@ -100,3 +100,15 @@ func Example() {
 	fmt.Println(page, next)
 	// Output: [c d] d
 }
+
+func TestMatchPrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"":          "*",
+		"jobs/":     "jobs/*",
+		`a*b?c[d]\`: `a\*b\?c\[d\]\\*`,
+	} {
+		if got := MatchPrefix(in); got != want {
+			t.Errorf("MatchPrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
