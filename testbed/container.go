@@ -31,9 +31,9 @@ type nodeSpec struct {
 	port    string // container port the clients use, e.g. "6379/tcp"
 	cmd     []string
 	env     map[string]string
-	files   []testcontainers.ContainerFile // copied in before the first start
-	network *testcontainers.DockerNetwork  // nil: default bridge only
-	aliases []string                       // names on network
+	files   []fileSpec                    // copied in before the first start
+	network *testcontainers.DockerNetwork // nil: default bridge only
+	aliases []string                      // names on network
 	// bridge also attaches Docker's default bridge, first, so that the
 	// published port does not go through network and survives
 	// Node.DisconnectNetwork of it.
@@ -48,6 +48,13 @@ type nodeSpec struct {
 	probe func(ctx context.Context, addr string) error
 	// beforeStart resets per-process state before each start.
 	beforeStart func()
+}
+
+// fileSpec is a file copied into a container before its first start.
+type fileSpec struct {
+	path    string // absolute path in the container
+	content string
+	mode    int64 // permission bits, e.g. 0o644
 }
 
 // startNodes starts the containers of specs in parallel and waits until
@@ -83,7 +90,11 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 		opts = append(opts, testcontainers.WithEnv(s.env))
 	}
 	if len(s.files) > 0 {
-		opts = append(opts, testcontainers.WithFiles(s.files...))
+		files := make([]testcontainers.ContainerFile, len(s.files))
+		for i, f := range s.files {
+			files[i] = testcontainers.ContainerFile{Reader: strings.NewReader(f.content), ContainerFilePath: f.path, FileMode: f.mode}
+		}
+		opts = append(opts, testcontainers.WithFiles(files...))
 	}
 	if s.bridge {
 		opts = append(opts, network.WithBridgeNetwork())

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // pgbouncerPort is the container port PgBouncer listens on.
@@ -87,9 +86,9 @@ func StartPostgresBehindPgBouncer(t testing.TB, opts PostgresOptions, poolMode s
 		image: bImage,
 		port:  pgbouncerPort,
 		cmd:   []string{"pgbouncer", "/etc/pgbouncer/distlock.ini"},
-		files: []testcontainers.ContainerFile{
-			{Reader: strings.NewReader(pgbouncerConfig(poolMode)), ContainerFilePath: "/etc/pgbouncer/distlock.ini", FileMode: 0o644},
-			{Reader: strings.NewReader(fmt.Sprintf("%q \"\"\n", PostgresUser)), ContainerFilePath: "/etc/pgbouncer/distlock-users.txt", FileMode: 0o644},
+		files: []fileSpec{
+			{path: "/etc/pgbouncer/distlock.ini", content: pgbouncerConfig(poolMode), mode: 0o644},
+			{path: "/etc/pgbouncer/distlock-users.txt", content: fmt.Sprintf("%q \"\"\n", PostgresUser), mode: 0o644},
 		},
 		network: nw,
 		aliases: []string{"pgbouncer"},

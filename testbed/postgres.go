@@ -3,11 +3,9 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // postgresPort is the container port every Postgres server listens on.
@@ -119,10 +117,10 @@ func postgresSpec(name, image string, opts PostgresOptions) nodeSpec {
 		port:  postgresPort,
 		cmd:   cmd,
 		env:   map[string]string{"POSTGRES_USER": PostgresUser, "POSTGRES_HOST_AUTH_METHOD": "trust"},
-		files: []testcontainers.ContainerFile{{
-			Reader:            strings.NewReader("local all all trust\nhost all all all trust\n"),
-			ContainerFilePath: postgresHBA,
-			FileMode:          0o644,
+		files: []fileSpec{{
+			path:    postgresHBA,
+			content: "local all all trust\nhost all all all trust\n",
+			mode:    0o644,
 		}},
 		data:  []string{postgresDataDir},
 		probe: probePostgres,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // redisPort is the container port every Redis server listens on.
@@ -142,10 +140,10 @@ func redisSpec(t testing.TB, r *RedisNode, name, image string, opts RedisOptions
 		image: image,
 		port:  redisPort,
 		cmd:   opts.args(t),
-		files: []testcontainers.ContainerFile{{
-			Reader:            strings.NewReader("# written by distlock testbed\n" + conf),
-			ContainerFilePath: redisConf,
-			FileMode:          0o644,
+		files: []fileSpec{{
+			path:    redisConf,
+			content: "# written by distlock testbed\n" + conf,
+			mode:    0o644,
 		}},
 		data:        []string{redisDataDir},
 		probe:       r.probe,

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // zkClientPort is the container port every ZooKeeper server serves
@@ -146,10 +144,10 @@ func zkSpec(name, image string, id int, conf string, o ZooKeeperOptions) nodeSpe
 		port:  zkClientPort,
 		cmd:   zkEntry(id, o.Heap),
 		data:  []string{"/data"}, // dataDir in zoo.cfg
-		files: []testcontainers.ContainerFile{{
-			Reader:            strings.NewReader("# written by distlock testbed\n" + conf),
-			ContainerFilePath: "/conf/zoo.cfg",
-			FileMode:          0o644,
+		files: []fileSpec{{
+			path:    "/conf/zoo.cfg",
+			content: "# written by distlock testbed\n" + conf,
+			mode:    0o644,
 		}},
 		probe: func(ctx context.Context, addr string) error {
 			reply, err := fourLetter(ctx, addr, "ruok")
