@@ -190,10 +190,25 @@ func (base Options) ResolveFor(key string, opts ...Option) (Options, error) {
 	return base.Resolve(opts...)
 }
 
-// CheckKey returns an error matching ErrInvalidArgument for an empty key.
+// MaxKeyLen is the longest key, in bytes, any Locker accepts: 4096.
+// Every backend honours it after its own encoding (docs/keys.md), so a key
+// valid on one backend is valid on every other, as a migration between
+// backends needs. Backends may refuse further keys (the Redis backends
+// refuse keys naming their own "distlock:" keys); none accepts a longer
+// one.
+const MaxKeyLen = 4096
+
+// CheckKey returns an error matching ErrInvalidArgument for an empty key
+// or one longer than MaxKeyLen bytes. Any other byte string passes: NUL
+// bytes, invalid UTF-8 and path syntax included, which every backend
+// encodes as a lock of its own (docs/keys.md). It makes no I/O.
 func CheckKey(key string) error {
-	if key == "" {
+	switch {
+	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: key of %d bytes is longer than distlock.MaxKeyLen (%d bytes); use a shorter key, or a hash of it",
+			ErrInvalidArgument, len(key), MaxKeyLen)
 	}
 	return nil
 }
