@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // etcdClientPort is the container port every etcd member serves clients on;
@@ -34,6 +34,11 @@ type EtcdOptions struct {
 	// on a server with a battery-backed disk cache, but Kill and Stop lose
 	// everything, so a restarted member cannot rejoin. For benchmarks.
 	Tmpfs bool
+	// TLS serves clients over TLS (see EtcdTLS); nil: plaintext.
+	TLS *EtcdTLS
+	// Auth turns authentication on once the cluster runs (see
+	// EtcdAuth); nil: none.
+	Auth *EtcdAuth
 }
 
 // EtcdNode is one etcd member in a container. The embedded Node gives its
@@ -82,6 +87,9 @@ type EtcdCluster struct {
 	// Network is the name of the members' private Docker network ("" for
 	// a single member).
 	Network string
+
+	tls          *tls.Config // the testbed clients' (etcd_tls.go); nil: plaintext
+	rootPassword string      // root's, once authentication is on
 }
 
 // Endpoints returns the addresses of the links named client, one per
@@ -95,11 +103,12 @@ func (c *EtcdCluster) Endpoints(client string) []string {
 }
 
 // Client returns an etcd client over the links named client, closed when
-// the test ends. It does not sync endpoints (the members' advertised URLs
+// the test ends. It uses the cluster's TLS and, with authentication, the
+// root user. It does not sync endpoints (the members' advertised URLs
 // are names on their private network).
 func (c *EtcdCluster) Client(t testing.TB, client string) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(client), Logger: zap.NewNop()})
+	cli, err := clientv3.New(c.clientConfig(c.Endpoints(client)))
 	if err != nil {
 		t.Fatalf("testbed: etcd client %q: %v", client, err)
 	}
@@ -194,8 +203,8 @@ func etcdArgs(i, n int, opts EtcdOptions) []string {
 	args := []string{"etcd",
 		"--name", name,
 		"--data-dir", etcdDataDir,
-		"--listen-client-urls", "http://0.0.0.0:2379",
-		"--advertise-client-urls", "http://" + peerHost + ":2379",
+		"--listen-client-urls", opts.clientScheme() + "://0.0.0.0:2379",
+		"--advertise-client-urls", opts.clientScheme() + "://" + peerHost + ":2379",
 		"--listen-peer-urls", "http://0.0.0.0:2380",
 		"--initial-advertise-peer-urls", "http://" + peerHost + ":2380",
 		"--initial-cluster", strings.Join(cluster, ","),
@@ -212,6 +221,7 @@ func etcdArgs(i, n int, opts EtcdOptions) []string {
 		// for several seconds (see TestEtcdFrozenMajorityKeepsLeader).
 		"--pre-vote=true",
 	}
+	args = append(args, opts.tlsArgs()...)
 	return append(args, opts.Args...)
 }
 
@@ -232,7 +242,8 @@ func StartEtcd(t testing.TB, n int, opts EtcdOptions) *EtcdCluster {
 		t.Fatalf("testbed: StartEtcd: %d members", n)
 	}
 	image := Images.Etcd.Resolve(t)
-	c := &EtcdCluster{}
+	c := &EtcdCluster{tls: opts.clientTLS(t)}
+	files := opts.tlsFiles(t, n)
 	specs := make([]nodeSpec, n)
 	for i := range specs {
 		specs[i] = nodeSpec{
@@ -242,6 +253,7 @@ func StartEtcd(t testing.TB, n int, opts EtcdOptions) *EtcdCluster {
 			cmd:   etcdArgs(i, n, opts),
 			data:  []string{etcdDataDir},
 			probe: probeEtcd,
+			files: files,
 		}
 		if opts.Tmpfs {
 			specs[i].tmpfs = map[string]string{etcdDataDir: "rw,size=512m"}
@@ -259,10 +271,7 @@ func StartEtcd(t testing.TB, n int, opts EtcdOptions) *EtcdCluster {
 	defer cancel()
 	for i, nd := range nodes {
 		e := &EtcdNode{Node: nd, alias: specs[i].name, network: c.Network}
-		admin, err := clientv3.New(clientv3.Config{
-			Endpoints: []string{nd.Link(etcdAdminLink).Addr()},
-			Logger:    zap.NewNop(),
-		})
+		admin, err := clientv3.New(c.clientConfig([]string{nd.Link(etcdAdminLink).Addr()}))
 		if err != nil {
 			t.Fatalf("testbed: %s: admin client: %v", nd.name, err)
 		}
@@ -288,5 +297,6 @@ func StartEtcd(t testing.TB, n int, opts EtcdOptions) *EtcdCluster {
 	if _, err := c.Leader(ctx); err != nil {
 		t.Fatalf("testbed: etcd cluster never elected a leader: %v", err)
 	}
+	c.enableAuth(ctx, t, opts.Auth)
 	return c
 }
