@@ -9,6 +9,14 @@
 // shares one process-wide space. Clients on one space contend on the same
 // keys; each has its own Close.
 //
+// # Keys
+//
+// A key is any byte string of 1 to distlock.MaxKeyLen bytes (NUL, invalid
+// UTF-8 and path syntax included), used as given as the key of its
+// space's map: distinct keys are distinct locks, and spaces (tenants)
+// share nothing. An empty or longer key is refused with
+// distlock.ErrInvalidArgument before the space is touched (docs/keys.md).
+//
 // # Acquire
 //
 // TryAcquire takes a free key at once or fails with an error matching
