@@ -35,7 +35,7 @@ func (d *driver) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 func (d *driver) Release(ctx context.Context) error {
 	r, err := d.l.runInt(ctx, d.l.client, d.l.scripts.release, d.k.all(), d.token)
 	if err != nil {
-		return wrap("release", err)
+		return d.l.wrap("release", err)
 	}
 	if r == 0 {
 		return fmt.Errorf("%w: redissingle: key %q is no longer ours", distlock.ErrLeaseLost, d.k.lock)
@@ -47,7 +47,7 @@ func (d *driver) Release(ctx context.Context) error {
 func (l *Locker) extend(ctx context.Context, c scripter, k keySet, token string, ttl time.Duration) (bool, error) {
 	r, err := l.runInt(ctx, c, extendScript, []string{k.lock}, token, ms(ttl))
 	if err != nil {
-		return false, wrap("extend", err)
+		return false, l.wrap("extend", err)
 	}
 	return r == 1, nil
 }

@@ -3,9 +3,6 @@ package redissingle
 import (
 	"errors"
 	"fmt"
-	"net"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock"
 )
@@ -34,35 +31,3 @@ var errUnknown = errors.New("outcome unknown")
 // OOM (noeviction with memory full) is refused before a script's first
 // write, so the script had no effect.
 var transient = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MOVED", "ASK", "NOREPLICAS", "OOM"}
-
-// wrap maps an error of operation op to the distlock sentinels: replies
-// saying the server cannot serve now and every transport error (refused,
-// reset, timeout, a context that ended) match distlock.ErrUnavailable and
-// keep the cause; those after which the request may have been executed
-// also match errUnknown. Other server replies (a key of the wrong type, a
-// server too old for SET NX GET) are returned as they are, wrapped.
-func wrap(op string, err error) error {
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		for _, p := range transient {
-			if redis.HasErrorPrefix(err, p) {
-				return fmt.Errorf("%w: redissingle: %s: %w", distlock.ErrUnavailable, op, err)
-			}
-		}
-		return fmt.Errorf("redissingle: %s: %w", op, err)
-	}
-	if notSent(err) {
-		return fmt.Errorf("%w: redissingle: %s: %w", distlock.ErrUnavailable, op, err)
-	}
-	return fmt.Errorf("%w: redissingle: %s: %w: %w", distlock.ErrUnavailable, op, errUnknown, err)
-}
-
-// notSent reports errors raised before the request could reach the
-// server: no connection could be made or had.
-func notSent(err error) bool {
-	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "dial" {
-		return true
-	}
-	return errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout)
-}

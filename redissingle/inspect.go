@@ -96,7 +96,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (bool, error) {
 	defer cancel()
 	r, err := l.runInt(ctx, l.client, s, l.keysFor(key).all(), l.qttl, st[0].typ, st[0].value)
 	if err != nil {
-		return false, wrap("force release", err)
+		return false, l.wrap("force release", err)
 	}
 	return r == 1, nil
 }
@@ -138,7 +138,7 @@ func (l *Locker) read(ctx context.Context, op string, keys []string) ([]lockStat
 		return cmds, err
 	}, nil)
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, l.wrap(op, err)
 	}
 	out := make([]lockState, len(keys))
 	for i, c := range cmds {

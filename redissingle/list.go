@@ -123,7 +123,7 @@ func (l *Locker) scanOnce(ctx context.Context, c redis.Cmdable, at uint64, patte
 		return page{names, next}, err
 	}, nil)
 	if err != nil {
-		return nil, 0, wrap("list", err)
+		return nil, 0, l.wrap("list", err)
 	}
 	return p.names, p.next, nil
 }

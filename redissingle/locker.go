@@ -16,6 +16,7 @@ import (
 type Locker struct {
 	client   redis.UniversalClient
 	owned    bool // opened by URL: Close closes client
+	conn     connInfo
 	opts     Options
 	cluster  bool
 	scripts  *scriptSet
@@ -66,6 +67,7 @@ func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
 	}
 	l := &Locker{
 		client:   client,
+		conn:     clientConn(client),
 		opts:     o,
 		cluster:  cluster,
 		scripts:  scriptSets[0],

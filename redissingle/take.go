@@ -69,7 +69,7 @@ func (l *Locker) wrapTake(err error) error {
 	if err == nil || errors.As(err, &re) {
 		return err
 	}
-	return wrap("acquire", err)
+	return l.wrap("acquire", err)
 }
 
 // replicated runs f on the connection WAIT must use (see pin) and, if f
