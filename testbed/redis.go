@@ -31,7 +31,8 @@ const redisDataDir = "/data"
 // RedisOptions configures the Redis servers a test starts. Every server
 // runs redis-server /data/distlock-redis.conf --dir /data --protected-mode
 // no --port 6379 --save "" --repl-diskless-sync-delay 0, then the
-// persistence arguments and Args.
+// persistence arguments and Args. With TLS, --port 6379 becomes --port 0
+// --tls-port 6379 and the certificate settings (see redis_tls.go).
 type RedisOptions struct {
 	// Persistence: "" or "none" runs volatile servers (--save ""
 	// --appendonly no): Kill or Stop loses all data. "fsync-always" runs
@@ -40,14 +41,37 @@ type RedisOptions struct {
 	Persistence string
 	// Args are extra redis-server arguments, appended last.
 	Args []string
+
+	// TLS, if set, is the server's certificate (see CA.Server): the server
+	// then serves TLS only, on the same container port, so Addr, the
+	// links and the packet faults work as without TLS. It needs CA.
+	TLS *KeyPair
+	// CA is the PEM certificate of the CA the server trusts for client
+	// certificates (and replication); required with TLS.
+	CA string
+	// TLSAuthClients makes the server require a client certificate signed
+	// by CA (tls-auth-clients yes; default no: any TLS client).
+	TLSAuthClients bool
+	// Users, if any, are ACL users with full access; the default user is
+	// disabled unless one of them is named "default", so unauthenticated
+	// commands fail with NOAUTH. A replica authenticates to its primary
+	// as the first user.
+	//
+	// The testbed's own clients (Admin, the readiness probe, Commands)
+	// use TLS with CA as the root, server name "localhost" and, with
+	// TLSAuthClients, the server's certificate as their client
+	// certificate, and log in as the first user.
+	Users []RedisUser
 }
 
 // args returns the redis-server command line.
 func (o RedisOptions) args(t testing.TB) []string {
 	t.Helper()
-	cmd := []string{"redis-server", redisConf, "--dir", redisDataDir, "--protected-mode", "no", "--port", "6379", "--save", "",
+	cmd := []string{"redis-server", redisConf, "--dir", redisDataDir, "--protected-mode", "no"}
+	cmd = append(cmd, o.portArgs(t)...)
+	cmd = append(cmd, "--save", "",
 		// A primary would wait 5s for more replicas before a full sync.
-		"--repl-diskless-sync-delay", "0"}
+		"--repl-diskless-sync-delay", "0")
 	switch o.Persistence {
 	case "", "none":
 		cmd = append(cmd, "--appendonly", "no")
@@ -64,7 +88,8 @@ func (o RedisOptions) args(t testing.TB) []string {
 // Pause, Unpause).
 type RedisNode struct {
 	*Node
-	admin *redis.Client
+	admin  *redis.Client
+	access redisAccess // how the testbed's own clients connect (redis_tls.go)
 
 	statsMu sync.Mutex   // serializes Commands
 	own     atomic.Int64 // commands the testbed itself sent to the current server process
@@ -86,7 +111,6 @@ func (r *RedisNode) Admin() *redis.Client { return r.admin }
 func (r *RedisNode) Commands(ctx context.Context) (int64, error) {
 	r.statsMu.Lock()
 	defer r.statsMu.Unlock()
-	before := r.own.Load()
 	info, err := r.do(ctx, "INFO", "stats")
 	if err != nil {
 		return 0, fmt.Errorf("testbed: %s: INFO stats: %w", r.name, err)
@@ -99,13 +123,15 @@ func (r *RedisNode) Commands(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("testbed: %s: total_commands_processed %q: %w", r.name, v, err)
 	}
-	return total - before, nil
+	// The INFO is counted in own but not yet in its own reply; its
+	// connection's AUTH, if any, is in both.
+	return total - (r.own.Load() - 1), nil
 }
 
 // do sends one command straight to the server and counts it as the
 // testbed's own.
 func (r *RedisNode) do(ctx context.Context, args ...string) (string, error) {
-	reply, err := respDo(ctx, r.dialDirect, args...)
+	reply, err := respDo(ctx, func(ctx context.Context) (net.Conn, error) { return r.dialOwn(ctx, r.dialDirect) }, args...)
 	if err == nil {
 		r.own.Add(1)
 	}
@@ -116,8 +142,10 @@ func (r *RedisNode) do(ctx context.Context, args ...string) (string, error) {
 // counts as the testbed's own command.
 func (r *RedisNode) probe(ctx context.Context, addr string) error {
 	reply, err := respDo(ctx, func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
+		return r.dialOwn(ctx, func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		})
 	}, "PING")
 	if err != nil {
 		return err
@@ -135,16 +163,17 @@ func (r *RedisNode) probe(ctx context.Context, addr string) error {
 // (command-line arguments would override the rewritten file).
 func redisSpec(t testing.TB, r *RedisNode, name, image string, opts RedisOptions, conf string) nodeSpec {
 	t.Helper()
+	r.access = opts.access(t)
 	return nodeSpec{
 		name:  name,
 		image: image,
 		port:  redisPort,
 		cmd:   opts.args(t),
-		files: []fileSpec{{
+		files: append([]fileSpec{{
 			path:    redisConf,
-			content: "# written by distlock testbed\n" + conf,
+			content: "# written by distlock testbed\n" + opts.authConf(t) + conf,
 			mode:    0o644,
-		}},
+		}}, opts.tlsFiles()...),
 		data:        []string{redisDataDir},
 		probe:       r.probe,
 		beforeStart: func() { r.own.Store(0) },
@@ -158,8 +187,10 @@ func finishRedis(t testing.TB, rs []*RedisNode, nodes []*Node) {
 		r.admin = redis.NewClient(&redis.Options{
 			Addr: r.name, // informational: Dialer picks the current port
 			Dialer: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return r.dialDirect(ctx)
+				return r.dialAdmin(ctx)
 			},
+			Username:                 r.access.user,
+			Password:                 r.access.password,
 			DialerRetries:            1,    // fail fast while the node is down
 			DisableIdentity:          true, // CLIENT SETINFO needs Redis 7.2
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
