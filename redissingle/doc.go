@@ -4,9 +4,20 @@
 // takes a client the caller owns; a "redis://" or "rediss://" URL opens a
 // Locker that owns its client.
 //
-// Keys are at most MaxKeyLen (1024) bytes, and Prefix + key may not
-// contain "distlock:", which names the Lockers' own keys (see
-// Locker.Acquire).
+// # Keys
+//
+// A key is any byte string of 1 to MaxKeyLen (distlock.MaxKeyLen, 4096)
+// bytes whose Prefix + key does not contain "distlock:", the mark of the
+// Lockers' own keys and channels; NUL, invalid UTF-8 and braces are
+// accepted. The lock is the Redis key Prefix + key, bytes as given; its
+// wait queue is Prefix + "distlock:{T}:q:" + key, where T is a
+// 3-character tag in the lock's Cluster hash slot (braces in the key move
+// the lock's slot and T follows them); the fence counter is Prefix +
+// "distlock:fence", or Prefix + "distlock:{T}:fence" in Cluster (see
+// keys.go and docs/keys.md, whose golden names TestKeyLayoutGolden pins).
+// A Prefix may not contain braces. Lockers whose prefixes are not
+// prefixes of one another share no state. A refused key fails with
+// distlock.ErrInvalidArgument before any request.
 //
 // # Acquire
 //

@@ -121,11 +121,11 @@ func slotTag(s int) string {
 	return string(t[:])
 }
 
-// MaxKeyLen is the longest key, in bytes, a Locker accepts. Redis
-// itself takes keys up to 512 MB, but each lock key is stored twice
-// (the lock and its wait queue's name) and hashed on every call, and
-// keys this long are better hashed by the caller.
-const MaxKeyLen = 1024
+// MaxKeyLen is the longest key, in bytes, a Locker accepts:
+// distlock.MaxKeyLen, the limit of every backend. Redis itself takes keys
+// up to 512 MB; a key is stored twice (the lock and its wait queue's
+// name), far below that.
+const MaxKeyLen = distlock.MaxKeyLen
 
 // reserved is part of the name of every key and channel a Locker uses for
 // itself.
