@@ -2,10 +2,12 @@ package etcdlock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,7 +20,11 @@ import (
 // Locker hands out leases on etcd. It is safe for concurrent use.
 type Locker struct {
 	cli       *clientv3.Client
-	ownClient bool // close cli at Close (opened from a URL)
+	ownClient bool        // close cli at Close (made by Dial)
+	user      string      // the user Dial authenticates as, for errors
+	dialed    bool        // made by Dial: tls is the client's (for diagnose)
+	tls       *tls.Config // the client's TLS configuration, if dialed
+	connected atomic.Bool // a request succeeded (see refused)
 	opts      Options
 
 	// lc is the open/closed state: calls in flight, the goroutines
@@ -36,17 +42,21 @@ var _ distlock.Locker = (*Locker)(nil)
 
 // New returns a Locker over an etcd client, which the Locker uses but does
 // not own: Close leaves it open. opts may be nil for the defaults. Invalid
-// options return an error matching distlock.ErrInvalidArgument. New does
-// no I/O.
+// options return an error matching distlock.ErrInvalidArgument, and so do
+// Options.TLS, Username, Password and DialTimeout, which are Dial's: cli's
+// own clientv3.Config holds its TLS and credentials. New does no I/O.
 func New(cli *clientv3.Client, opts *Options) (*Locker, error) {
 	if cli == nil {
 		return nil, fmt.Errorf("%w: etcdlock: nil client", distlock.ErrInvalidArgument)
+	}
+	if opts != nil && (opts.TLS != nil || opts.Username != "" || opts.Password != "" || opts.DialTimeout != 0) {
+		return nil, fmt.Errorf("%w: etcdlock: New: TLS, Username, Password and DialTimeout are Dial's options; configure them in the client's clientv3.Config", distlock.ErrInvalidArgument)
 	}
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
-	l := &Locker{cli: cli, opts: o, sessions: map[time.Duration][]*session{}, held: map[distlock.Lease]*driver{}}
+	l := &Locker{cli: cli, opts: o, user: cli.Username, sessions: map[time.Duration][]*session{}, held: map[distlock.Lease]*driver{}}
 	l.lc.Init()
 	return l, nil
 }
@@ -101,7 +111,8 @@ func (l *Locker) Close() error {
 // do runs one request, retrying tries that fail (each bounded by the try
 // timeout; the client picks the next member) until one succeeds, ctx ends,
 // until passes (if not zero), tries tries were made (if not zero) or stop
-// closes. The request must be idempotent. It reports whether some try
+// closes, or a try fails in a way no retry fixes (see refusal: the error
+// is then refused's). The request must be idempotent. It reports whether some try
 // failed after it may have reached a server (its effect may still happen).
 func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tries int, stop <-chan struct{}, req func(ctx context.Context) error) (maybe bool, err error) {
 	tt := l.opts.tryTimeout(ttl)
@@ -114,9 +125,13 @@ func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tri
 		err = req(tctx)
 		cancel()
 		if err == nil {
+			l.succeeded()
 			return maybe, nil
 		}
 		maybe = true
+		if r := l.refused(ctx, err); r != nil {
+			return maybe, r // no retry fixes it
+		}
 		if ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) || try == tries {
 			return maybe, err
 		}

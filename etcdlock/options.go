@@ -1,7 +1,9 @@
 package etcdlock
 
 import (
+	"crypto/tls"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -54,6 +56,37 @@ type Options struct {
 
 	// PollInterval: see DefaultPollInterval.
 	PollInterval time.Duration
+
+	// TLS, Username, Password and DialTimeout configure the client Dial
+	// makes (see the package documentation, "Connections"); New refuses
+	// them, as its client is configured already (clientv3.Config's TLS,
+	// Username and Password). TLS is cloned; nil: plaintext. Password,
+	// if set, needs Username; String and GoString never print it.
+	// DialTimeout bounds the authentication Dial makes; default
+	// DefaultDialTimeout.
+	TLS                *tls.Config
+	Username, Password string
+	DialTimeout        time.Duration
+}
+
+// String formats o as %+v would, with the password redacted.
+func (o Options) String() string {
+	type plain Options
+	return fmt.Sprintf("%+v", plain(o.redacted()))
+}
+
+// GoString formats o as %#v would, with the password redacted.
+func (o Options) GoString() string {
+	type plain Options
+	return strings.Replace(fmt.Sprintf("%#v", plain(o.redacted())), "etcdlock.plain", "etcdlock.Options", 1)
+}
+
+// redacted is o with a non-empty password replaced.
+func (o Options) redacted() Options {
+	if o.Password != "" {
+		o.Password = "REDACTED"
+	}
+	return o
 }
 
 // resolve returns o with defaults applied, or an error matching

@@ -191,6 +191,9 @@ func (s *session) grant(ctx context.Context) {
 	}
 	if err != nil {
 		s.grantErr = unavailable("grant lease", err)
+		if r := l.refused(ctx, err); r != nil {
+			s.grantErr = r
+		}
 		l.mu.Lock()
 		s.dropLocked()
 		l.mu.Unlock()
@@ -199,6 +202,7 @@ func (s *session) grant(ctx context.Context) {
 		}
 		return
 	}
+	l.succeeded()
 	s.id = resp.ID
 	s.hex = fmt.Sprintf("%x", int64(resp.ID))
 	s.mu.Lock()

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/urlopt"
 )
@@ -29,7 +26,7 @@ const (
 )
 
 // open is the Opener of "etcd://" URLs (see the package documentation).
-func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
+func open(ctx context.Context, u *url.URL) (distlock.Locker, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return nil, fmt.Errorf("%w: etcdlock: URL %q has no hosts", distlock.ErrInvalidArgument, u.Redacted())
 	}
@@ -48,10 +45,14 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 		Lock:           p.LockOptions(),
 		RequestTimeout: p.Duration("request_timeout", DefaultRequestTimeout),
 		PollInterval:   p.Duration("poll_interval", DefaultPollInterval),
+		DialTimeout:    p.Duration("dial_timeout", DefaultDialTimeout),
+		TLS:            p.TLS(false),
 	}
-	dialTimeout := p.Duration("dial_timeout", 5*time.Second)
 	if err := p.Done(); err != nil {
 		return nil, err
+	}
+	if opts.DialTimeout <= 0 {
+		return nil, fmt.Errorf("%w: etcdlock: dial_timeout must be > 0, got %v", distlock.ErrInvalidArgument, opts.DialTimeout)
 	}
 	if prefix := strings.TrimPrefix(u.Path, "/"); prefix != "" {
 		if !strings.HasSuffix(prefix, "/") {
@@ -59,32 +60,12 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 		}
 		opts.Prefix = prefix
 	}
-	if _, err := opts.resolve(); err != nil {
-		return nil, err
-	}
-	cfg := clientv3.Config{
-		Endpoints:            eps,
-		DialKeepAliveTime:    DefaultDialKeepAlive,
-		DialKeepAliveTimeout: DefaultDialKeepAliveTimeout,
-		Logger:               zap.NewNop(),
-	}
 	if u.User != nil {
-		cfg.Username = u.User.Username()
-		cfg.Password, _ = u.User.Password()
-		cfg.DialTimeout = dialTimeout
+		opts.Username = u.User.Username()
+		opts.Password, _ = u.User.Password()
+		if opts.Password == "" {
+			return nil, fmt.Errorf("%w: etcdlock: user %q without a password in %q", distlock.ErrInvalidArgument, opts.Username, u.Redacted())
+		}
 	}
-	if dialTimeout <= 0 {
-		return nil, fmt.Errorf("%w: etcdlock: dial_timeout must be > 0, got %v", distlock.ErrInvalidArgument, dialTimeout)
-	}
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, unavailable("connect", err)
-	}
-	l, err := New(cli, &opts)
-	if err != nil {
-		_ = cli.Close()
-		return nil, err
-	}
-	l.ownClient = true
-	return l, nil
+	return Dial(ctx, eps, &opts)
 }

@@ -16,11 +16,10 @@ import (
 // the tests exercise the client side only.
 type EtcdTLS struct {
 	// CA signs the members' server certificate, which names
-	// ServerHosts and the members' aliases; it is also the members'
-	// --trusted-ca-file. Required.
+	// ServerHosts and the members' aliases. Required.
 	CA *CA
-	// ClientCertAuth (--client-cert-auth) makes the members refuse
-	// clients without a certificate CA signed. The testbed's own clients
+	// ClientCertAuth (--client-cert-auth, with CA as --trusted-ca-file)
+	// makes the members refuse clients without a certificate CA signed. The testbed's own clients
 	// then present one with the common name "root".
 	ClientCertAuth bool
 }
@@ -69,10 +68,9 @@ func (o EtcdOptions) tlsArgs() []string {
 	args := []string{
 		"--cert-file", etcdCertDir + "/server.crt",
 		"--key-file", etcdCertDir + "/server.key",
-		"--trusted-ca-file", etcdCertDir + "/ca.crt",
 	}
 	if o.TLS.ClientCertAuth {
-		args = append(args, "--client-cert-auth")
+		args = append(args, "--client-cert-auth", "--trusted-ca-file", etcdCertDir+"/ca.crt")
 	}
 	return args
 }
