@@ -1,6 +1,7 @@
 package redissingle
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -120,6 +121,9 @@ func (ci connInfo) connProblem(op string, err error) error {
 	case errors.As(err, &oerr) && oerr.Op == "remote error":
 		return fmt.Errorf("%w: redissingle: %s: TLS: the server refused the handshake (does it require a client certificate, tls_cert and tls_key?): %w",
 			distlock.ErrUnavailable, op, err)
+	case ci.tls && errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: redissingle: %s: timed out (with TLS on, this is also how a server that does not speak TLS fails the handshake: TLS settings may not match the server): %w: %w",
+			distlock.ErrUnavailable, op, errUnknown, err)
 	case !ci.tls && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
 		return fmt.Errorf("%w: redissingle: %s: the server closed the connection; TLS settings may not match the server (a TLS-only server needs rediss:// or the client's TLSConfig): %w: %w",
 			distlock.ErrUnavailable, op, errUnknown, err)

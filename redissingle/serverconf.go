@@ -34,6 +34,9 @@ func (l *Locker) checkServer(ctx context.Context) error {
 		return fmt.Errorf("%w: redissingle: %w; or set Options.AllowEviction (URL allow_eviction=true) to accept the risk",
 			distlock.ErrInvalidArgument, err)
 	}
+	if e := l.conn.connProblem("read the server's maxmemory settings", err); e != nil {
+		return e
+	}
 	return fmt.Errorf("%w: redissingle: read the server's maxmemory settings: %w", distlock.ErrUnavailable, err)
 }
 
