@@ -6,8 +6,11 @@
 //
 // # Keys
 //
-// A key is any non-empty byte string of at most MaxKeyLen bytes ("/", NUL
-// and invalid UTF-8 included). The lock of key k is the prefix
+// A key is any non-empty byte string of at most MaxKeyLen
+// (distlock.MaxKeyLen, 4096) bytes ("/", NUL and invalid UTF-8 included);
+// an empty or longer key is refused with distlock.ErrInvalidArgument
+// before any request. Lockers whose prefixes are not prefixes of one
+// another share no state (docs/keys.md). The lock of key k is the prefix
 // Options.Prefix+k+"/"; a client's entry is that prefix followed by its
 // etcd lease ID in hex, as Mutex writes it. The entry with the lowest
 // create revision holds the lock. The entries of a lock are the keys

@@ -17,11 +17,12 @@ import (
 // locks. No entry of one lock is an entry of another: Prefix+k+"/"+x with
 // no "/" in x determines k.
 
-// MaxKeyLen is the longest key, in bytes, a Locker accepts, and the
-// longest Options.Prefix. A key's entry name appears several times in one
+// MaxKeyLen is the longest key, in bytes, a Locker accepts
+// (distlock.MaxKeyLen, the limit of every backend), and the longest
+// Options.Prefix. A key's entry name appears several times in one
 // transaction; at these lengths a request stays far below etcd's default
 // request limit (--max-request-bytes, 1.5 MiB).
-const MaxKeyLen = 4096
+const MaxKeyLen = distlock.MaxKeyLen
 
 // checkKey refuses a key longer than MaxKeyLen with an error matching
 // distlock.ErrInvalidArgument. Any other non-empty byte string is a key:
