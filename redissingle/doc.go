@@ -1,8 +1,9 @@
 // Package redissingle is the single-Redis backend: one lock is one key, set
 // with SET NX PX and released by a compare-and-delete script, over any
 // go-redis UniversalClient (standalone, Sentinel failover, Cluster). New
-// takes a client the caller owns; a "redis://" or "rediss://" URL opens a
-// Locker that owns its client.
+// takes a client the caller owns; a URL (redis://, rediss://, and the
+// +sentinel and +cluster forms, see Connections) opens a Locker that owns
+// its client.
 //
 // # Keys
 //
@@ -92,14 +93,96 @@
 // deleted with the lock by every extension, release and clean-up: a change
 // to each script of the lock's life for an operator's view.
 //
-// # URL
+// # Connections
 //
-// redis://[user:password@]host:port[/db][?params], or rediss:// for TLS.
-// Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
-// prefix, wait_replicas, wait_timeout, poll_interval and allow_eviction
-// (see Options), and every go-redis option redis.ParseURL accepts
-// (dial_timeout, pool_size, ...). Unknown parameters are rejected with an
-// error matching distlock.ErrInvalidArgument.
+// New takes a go-redis client the caller builds and owns, so TLS and ACL
+// credentials are set there: redis.Options.TLSConfig, Username and
+// Password (the same fields of redis.FailoverOptions, plus
+// SentinelUsername and SentinelPassword for the Sentinels, and of
+// redis.ClusterOptions). Options has no connection fields. A URL opens
+// a client the Locker owns, in one of three forms:
+//
+//	redis://[[user]:password@]host[:port][/db][?params]
+//	redis+sentinel://[[user]:password@]s1[:port],s2[:port]/master[/db][?params]
+//	redis+cluster://[[user]:password@]h1[:port],h2[:port][?params]
+//
+// The schemes rediss, rediss+sentinel and rediss+cluster turn TLS on.
+// The first form is one server (default localhost:6379, db 0); the second
+// asks the Sentinels (default port 26379) for the master named by the
+// path and follows its failovers (go-redis's failover client); the third
+// is a Redis Cluster seeded by the nodes listed (default port 6379; db 0
+// only). go-redis's own ParseFailoverURL and ParseClusterURL read a
+// plain redis:// URL with repeated addr parameters, and take the Redis
+// password of a Sentinel setup from a query parameter: distinct schemes
+// keep a Sentinel or Cluster URL from being read as a single server's,
+// and keep the data password in the userinfo, which url.Redacted hides.
+// Several hosts are comma-separated; an IPv6 address, in brackets, can
+// only be the single host (net/url refuses a list of them).
+//
+// Credentials are read as redis-cli reads them: user:password@ is an ACL
+// user, :password@ or password@ the password of the default user;
+// special characters are %-escaped. With Sentinel they are those of the
+// Redis servers; the Sentinels' own are the parameters sentinel_username
+// and sentinel_password (default: none). A query parameter is not
+// hidden by url.Redacted: keep such a URL as secret as the password.
+//
+// TLS parameters (any of them turns TLS on, as does an rediss scheme):
+// tls=true|false; tls_ca=FILE, the PEM CAs to trust (default: the
+// system's roots); tls_cert=FILE and tls_key=FILE, a client certificate
+// for a server run with tls-auth-clients; tls_server_name=NAME, the name
+// to verify the certificate against (default: each host dialled, as
+// crypto/tls does; with Sentinel that is the master's address as the
+// Sentinels announce it, often an IP address the certificate must
+// carry); tls_insecure_skip_verify=true accepts any certificate (tests
+// only). TLS 1.2 or newer. The same configuration serves Sentinels and
+// Redis servers, or every Cluster node. Files are read by Open: a missing
+// file, a file without a PEM certificate, or tls_cert without tls_key
+// fail Open with an error matching distlock.ErrInvalidArgument.
+//
+// Other parameters: ttl, autoextend, retry_min, retry_max (every
+// backend's), prefix, wait_replicas, wait_timeout, poll_interval and
+// allow_eviction (see Options), and every parameter go-redis's parser of
+// the form accepts (dial_timeout, read_timeout, pool_size, max_retries,
+// ...), except those that would say a thing twice or route the Locker to
+// replicas: username, password, skip_verify (use
+// tls_insecure_skip_verify), addr and master_name (the host list and the
+// path say them), db with Sentinel or Cluster, or on a single server
+// together with a /db path, and replica_only, use_disconnected_replicas,
+// route_by_latency, route_randomly and read_only (locks are read and
+// written on masters only). Unknown or refused parameters, a second
+// host in redis://, a Sentinel URL without master name, a Cluster URL
+// with a database, all fail Open with one line matching
+// distlock.ErrInvalidArgument that never quotes the userinfo or the
+// query.
+//
+// Open does no I/O: wrong credentials or TLS settings are the error of
+// the first acquisition (the eviction check, see Options.AllowEviction,
+// is its first request), and of every request after; a blocked Acquire
+// keeps trying until its context ends and its error then includes the
+// last failure. Whichever way the client was built, they match
+// distlock.ErrUnavailable and say:
+//
+//   - "authentication failed for user "app"" (the default user is named
+//     "default"): a wrong password, an unknown or disabled user, or no
+//     credentials for a server that wants them (WRONGPASS, NOAUTH);
+//   - "TLS: the server's certificate was refused": not signed by a
+//     trusted CA, or not valid for the server name;
+//   - "TLS: the server refused the handshake": typically a server that
+//     requires a client certificate and got none;
+//   - "TLS settings may not match the server": a TLS client whose server
+//     does not speak TLS (it fails the handshake at once, or never
+//     answers it: the error is then a timeout, which says so), or a
+//     plaintext client whose server closes the connection.
+//
+// No error, and no String of a Locker (which names its addresses, db,
+// user, TLS and Prefix), contains a password. An ACL user needs the
+// commands the Locker runs: EVALSHA and EVAL, and within its scripts
+// SET, GET, DEL, EXISTS, TYPE, APPEND, INCR, PEXPIRE, PTTL, LLEN, LPOP,
+// LPOS, LREM, RPUSH, RPUSHX and PUBLISH; SUBSCRIBE, PING, WAIT (with
+// WaitReplicas), SCAN (List), CONFIG GET (the eviction check, skipped if
+// refused); on the keys Prefix + "*" and the channels Prefix +
+// "distlock:w:*". Another refused command fails with an error naming the
+// user and this section.
 //
 // # Operating the server
 //
