@@ -31,6 +31,11 @@ const (
 type PostgresOptions struct {
 	// Args are extra postgres arguments, appended last.
 	Args []string
+	// TLS turns ssl on (see PostgresTLS); nil: no TLS.
+	TLS *PostgresTLS
+	// Users are password users created once the server runs (see
+	// PostgresPasswordUser).
+	Users []PostgresPasswordUser
 }
 
 // PostgresNode is one Postgres server in a container. The embedded Node
@@ -119,7 +124,7 @@ func postgresSpec(name, image string, opts PostgresOptions) nodeSpec {
 		env:   map[string]string{"POSTGRES_USER": PostgresUser, "POSTGRES_HOST_AUTH_METHOD": "trust"},
 		files: []fileSpec{{
 			path:    postgresHBA,
-			content: "local all all trust\nhost all all all trust\n",
+			content: "local all all trust\n" + opts.hbaLines() + "host all all all trust\n",
 			mode:    0o644,
 		}},
 		data:  []string{postgresDataDir},
@@ -133,6 +138,10 @@ func postgresSpec(name, image string, opts PostgresOptions) nodeSpec {
 func StartPostgres(t testing.TB, opts PostgresOptions) *PostgresNode {
 	t.Helper()
 	image := Images.Postgres.Resolve(t)
-	nodes := startNodes(t, []nodeSpec{postgresSpec("postgres-0", image, opts)})
-	return &PostgresNode{Node: nodes[0]}
+	nodes := startNodes(t, []nodeSpec{opts.withTLS(t, postgresSpec("postgres-0", image, opts))})
+	p := &PostgresNode{Node: nodes[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	p.createUsers(ctx, t, opts.Users)
+	return p
 }
