@@ -2,7 +2,8 @@
 //
 //	import _ "github.com/distlock/distlock/all"
 //
-// Schemes: mem (memlock), redis and rediss (redissingle), redlock (redlock), etcd (etcdlock),
+// Schemes: mem (memlock); redis, rediss, redis+sentinel, rediss+sentinel,
+// redis+cluster and rediss+cluster (redissingle); redlock (redlock); etcd (etcdlock),
 // postgres and postgresql (pgadvisory), zk (zklock), and migrate (migrate),
 // which composes two of them during a migration.
 //

@@ -12,9 +12,9 @@ import (
 )
 
 // TestSchemesRegistered checks that importing the package registers the
-// redis and rediss schemes.
+// standalone, Sentinel and Cluster schemes, plaintext and TLS.
 func TestSchemesRegistered(t *testing.T) {
-	for _, s := range []string{"redis", "rediss"} {
+	for _, s := range []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"} {
 		if !slices.Contains(distlock.Schemes(), s) {
 			t.Fatalf("scheme %q not registered: %v", s, distlock.Schemes())
 		}
