@@ -54,6 +54,15 @@ type ZooKeeperOptions struct {
 	// survives Kill (the host's page cache keeps it), not a host crash.
 	// For benchmarks that compare client libraries on a loaded disk.
 	NoFsync bool
+	// SuperPassword, if set, is the password of the digest user
+	// ZooKeeperSuperUser, whom ACLs do not restrict (see
+	// zookeeper_auth.go).
+	SuperPassword string
+	// RequireAuth refuses every request of a session that has not
+	// authenticated with the digest scheme (enforce.auth.enabled).
+	RequireAuth bool
+	// TLS, if set, serves clients over TLS (see ZooKeeperTLS).
+	TLS *ZooKeeperTLS
 }
 
 func (o ZooKeeperOptions) withDefaults() ZooKeeperOptions {
@@ -80,7 +89,11 @@ func (o ZooKeeperOptions) config(servers []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=20\nsyncLimit=%d\n", o.TickTime.Milliseconds(), o.SyncLimit)
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", o.MinSessionTimeout.Milliseconds(), o.MaxSessionTimeout.Milliseconds())
-	b.WriteString("dataDir=/data\nclientPort=2181\n4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+	b.WriteString("dataDir=/data\n4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+	if o.TLS == nil {
+		b.WriteString("clientPort=2181\n")
+	}
+	b.WriteString(o.tlsConfig() + o.authConfig())
 	if o.NoFsync {
 		b.WriteString("forceSync=no\n")
 	}
@@ -100,7 +113,7 @@ func (o ZooKeeperOptions) config(servers []string) string {
 // FAKETIME_NO_CACHE=1 makes a rewrite of the offset file apply at once.
 // The container manager checks every second, so empty lock parents
 // (container nodes) go soon.
-func zkEntry(id int, heap string) []string {
+func zkEntry(id int, heap, classpath string) []string {
 	script := strings.Join([]string{
 		"mkdir -p /data",
 		fmt.Sprintf("echo %d > /data/myid", id),
@@ -110,7 +123,7 @@ func zkEntry(id int, heap string) []string {
 		"exec java -Xmx" + heap + " -Xss512k -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto" +
 			" -Dzookeeper.root.logger=WARN,CONSOLE -Dzookeeper.console.threshold=WARN" +
 			" -Dznode.container.checkIntervalMs=1000 -Dzookeeper.cnxTimeout=1000" +
-			" -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar" +
+			" -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar" + classpath +
 			" org.apache.zookeeper.server.quorum.QuorumPeerMain /conf/zoo.cfg",
 	}, "\n")
 	return []string{"sh", "-c", script}
@@ -142,14 +155,17 @@ func zkSpec(name, image string, id int, conf string, o ZooKeeperOptions) nodeSpe
 		name:  name,
 		image: image,
 		port:  zkClientPort,
-		cmd:   zkEntry(id, o.Heap),
+		cmd:   zkEntry(id, o.Heap, o.classpath()),
 		data:  []string{"/data"}, // dataDir in zoo.cfg
-		files: []fileSpec{{
+		files: append([]fileSpec{{
 			path:    "/conf/zoo.cfg",
 			content: "# written by distlock testbed\n" + conf,
 			mode:    0o644,
-		}},
+		}}, o.tlsFiles()...),
 		probe: func(ctx context.Context, addr string) error {
+			if o.tlsOnly() {
+				return o.tlsProbe(ctx, addr)
+			}
 			reply, err := fourLetter(ctx, addr, "ruok")
 			if err == nil && reply != "imok" {
 				err = fmt.Errorf("ruok: %q", reply)
@@ -168,7 +184,11 @@ func StartZooKeeper(t testing.TB, opts ZooKeeperOptions) *ZooKeeperNode {
 	n := &ZooKeeperNode{Node: startNodes(t, []nodeSpec{spec})[0]}
 	ctx, cancel := context.WithTimeout(context.Background(), zkServingTimeout)
 	defer cancel()
-	if err := n.waitServing(ctx); err != nil {
+	wait := n.waitServing
+	if o.tlsOnly() {
+		wait = func(ctx context.Context) error { return o.waitServingTLS(ctx, n) }
+	}
+	if err := wait(ctx); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
 	return n
@@ -184,6 +204,9 @@ func StartZooKeeperEnsemble(t testing.TB, n int, opts ZooKeeperOptions) *ZooKeep
 		t.Fatalf("testbed: ZooKeeper ensemble of %d servers", n)
 	}
 	o := opts.withDefaults()
+	if o.tlsOnly() {
+		t.Fatalf("testbed: a ZooKeeper ensemble serves TLS only with ZooKeeperTLS.Plaintext")
+	}
 	image := Images.ZooKeeper.Resolve(t)
 	nw := newNetwork(t)
 	names := make([]string, n)
