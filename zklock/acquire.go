@@ -59,8 +59,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // node is queued (no session, connection lost) are retried after a random
 // delay in [RetryMin, RetryMax] once a session is up; a *SessionError (the
 // session ended while queued, or while the create of the node was in
-// flight, so that it may have been queued) and distlock.ErrClosed are
-// returned at once. When ctx
+// flight, so that it may have been queued), an authorization failure
+// (ErrNotAuthorized) and distlock.ErrClosed are returned at once. When ctx
 // ends, the error matches distlock.ErrNotAcquired, ctx.Err() and, for a
 // context given a cause (context.WithCancelCause, WithTimeoutCause),
 // context.Cause(ctx), and keeps the last backend error. An empty key or
@@ -84,7 +84,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 			return ls, nil
 		case ctx.Err() != nil:
 			return nil, notAcquired(ctx, err, last)
-		case errors.As(err, &se), !errors.Is(err, distlock.ErrUnavailable):
+		case errors.As(err, &se), !errors.Is(err, distlock.ErrUnavailable), errors.Is(err, ErrNotAuthorized):
 			return nil, err
 		}
 		last = err

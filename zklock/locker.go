@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -13,6 +14,9 @@ import (
 type Locker struct {
 	servers []string
 	opts    Options
+	// needAuth: a server refused a request for want of authentication
+	// (see refused); the connection losses that follow are reported so.
+	needAuth atomic.Bool
 
 	// lc is the open/closed state; its Lock also guards the fields below,
 	// so that no session is opened once Close has collected them.

@@ -1,7 +1,9 @@
 package zklock
 
 import (
+	"crypto/tls"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -85,9 +87,25 @@ type Options struct {
 	// distlock.ErrInvalidArgument. Default DefaultMaxSessions.
 	MaxSessions int
 
-	// ACL is put on every node the Locker creates. Default
-	// zk.WorldACL(zk.PermAll).
+	// Username and Password, if set, are digest credentials: every
+	// session sends them (AddAuth "digest", "user:password") before its
+	// first request and again on every reconnection and new session.
+	// Username may not contain ':'; a Password needs a Username. ZooKeeper
+	// accepts any digest credentials: a wrong password shows only as a
+	// node whose ACL refuses the user (see the package documentation).
+	// Default: none.
+	Username, Password string
+
+	// ACL is put on every node the Locker creates (lock nodes and the
+	// container nodes above them, up to the prefix). Default, with
+	// Username: DefaultACL(Username, Password), all permissions to that
+	// user and read to everyone; without: zk.WorldACL(zk.PermAll).
 	ACL []zk.ACL
+
+	// TLS, if set, is the client configuration of TLS connections to the
+	// servers' secureClientPort; nil: plaintext. The Locker uses a clone;
+	// without a ServerName each server's host name is verified.
+	TLS *tls.Config
 
 	// Logger receives go-zookeeper's log lines (connection errors,
 	// reconnects). Default: discarded.
@@ -130,8 +148,20 @@ func (o *Options) resolve() (Options, error) {
 	if r.MaxSessions == 0 {
 		r.MaxSessions = DefaultMaxSessions
 	}
+	switch {
+	case strings.Contains(r.Username, ":"):
+		return bad("username %q contains ':', which a digest identity cannot carry", r.Username)
+	case r.Username == "" && r.Password != "":
+		return bad("a password needs a username")
+	}
+	if r.ACL == nil && r.Username != "" {
+		r.ACL = DefaultACL(r.Username, r.Password)
+	}
 	if r.ACL == nil {
 		r.ACL = zk.WorldACL(zk.PermAll)
+	}
+	if r.TLS != nil {
+		r.TLS = r.TLS.Clone()
 	}
 	if r.Logger == nil {
 		r.Logger = discard{}
@@ -149,4 +179,35 @@ func (o *Options) resolve() (Options, error) {
 		return bad("max sessions must be >= 1, got %d", r.MaxSessions)
 	}
 	return r, nil
+}
+
+// String describes the options without the password.
+func (o Options) String() string {
+	return fmt.Sprintf("%+v", o.redacted())
+}
+
+// GoString is String: %#v never prints the password.
+func (o Options) GoString() string { return o.String() }
+
+// redacted is o with the password masked and the ACLs' digests (which
+// hash the password) left out.
+func (o Options) redacted() any {
+	type plain Options // no String method: no recursion
+	r := plain(o)
+	if r.Password != "" {
+		r.Password = "xxxxx"
+	}
+	r.ACL = nil
+	acl := make([]string, len(o.ACL))
+	for i, a := range o.ACL {
+		id := a.ID
+		if a.Scheme == "digest" {
+			id, _, _ = strings.Cut(id, ":")
+		}
+		acl[i] = fmt.Sprintf("%s:%s:%d", a.Scheme, id, a.Perms)
+	}
+	return struct {
+		plain
+		ACLs []string
+	}{r, acl}
 }

@@ -133,6 +133,18 @@ func (l *Locker) makeParents(ctx context.Context, s *session, parent string) err
 			_, err = call(l, ctx, func() (string, error) {
 				return s.conn.CreateContainer(p, nil, zk.FlagContainer, l.opts.ACL)
 			}, nil)
+			if errors.Is(err, zk.ErrNoAuth) && p != parent {
+				// ZooKeeper checks the ACL of p's parent before whether p
+				// exists: an operator's prefix under a node the user may
+				// not create in is refused although it is there.
+				ok, xerr := call(l, ctx, func() (bool, error) {
+					ok, _, err := s.conn.Exists(p)
+					return ok, err
+				}, nil)
+				if xerr == nil && ok {
+					err = nil
+				}
+			}
 			if errors.Is(err, zk.ErrNodeExists) {
 				err = nil
 			}

@@ -57,5 +57,6 @@ func (l *Locker) MultiIfHeld(ctx context.Context, ls distlock.Lease, ops ...any)
 // go-zookeeper gives the connection up (two thirds of the session timeout
 // without a byte from the server) or the Locker closes.
 func call[T any](l *Locker, ctx context.Context, f func() (T, error), abandoned func(T, error)) (T, error) {
-	return lifecycle.Detach(&l.lc, ctx, func(context.Context) (T, error) { return f() }, abandoned, ctxErr)
+	v, err := lifecycle.Detach(&l.lc, ctx, func(context.Context) (T, error) { return f() }, abandoned, ctxErr)
+	return v, l.refused(err)
 }

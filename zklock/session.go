@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -29,6 +30,11 @@ type session struct {
 	events  <-chan zk.Event
 	base    time.Time    // monotonic origin of lastRead
 	read    atomic.Int64 // nanoseconds after base of the last byte read from a server
+	tls     *tls.Config  // nil: plaintext
+
+	// authDone is closed once authenticate is over (at once without
+	// credentials); closing is closed by close.
+	authDone, closing chan struct{}
 
 	mu         sync.Mutex
 	pendingSID int64         // from the last connect response
@@ -42,6 +48,8 @@ type session struct {
 	presume    *time.Timer
 	closed     bool
 	held       map[string]*driver // own lock node path -> its holder
+	dialErr    error              // the last connection's failure (see dialHint)
+	authErr    error              // why authenticate failed; set before authDone closes
 	// queued: own lock nodes of acquisitions in flight (not yet held);
 	// true once a deletion of the node was seen. A deletion that arrives
 	// between the watched read of the node and hold would otherwise find
@@ -60,7 +68,8 @@ func newSession(l *Locker, timeout time.Duration) (*session, error) {
 	s := &session{
 		l: l, timeout: timeout, base: time.Now(),
 		up: make(chan struct{}), ended: make(chan struct{}), held: map[string]*driver{},
-		queued: map[string]bool{},
+		queued: map[string]bool{}, tls: l.opts.TLS,
+		authDone: make(chan struct{}), closing: make(chan struct{}),
 	}
 	conn, events, err := zk.Connect(l.servers, timeout,
 		zk.WithDialer(s.dial), zk.WithEventCallback(s.onEvent),
@@ -69,15 +78,31 @@ func newSession(l *Locker, timeout time.Duration) (*session, error) {
 		return nil, fmt.Errorf("%w: zklock: connect: %w", distlock.ErrUnavailable, err)
 	}
 	s.conn, s.events = conn, events
+	if l.opts.Username == "" {
+		close(s.authDone)
+	} else {
+		go s.authenticate() // joined by close
+	}
 	return s, nil
 }
 
-// dial is go-zookeeper's Dialer: a TCP connection whose reads are watched.
+// dial is go-zookeeper's Dialer: a TCP connection (with Options.TLS, a
+// TLS connection whose handshake is done within timeout) whose reads are
+// watched.
 func (s *session) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout(network, addr, timeout)
 	if err != nil {
+		s.setDialErr(err)
 		return nil, err
 	}
+	if s.tls != nil {
+		if c, err = handshake(c, addr, s.tls, timeout); err != nil {
+			s.l.opts.Logger.Printf("zklock: %v", err)
+			s.setDialErr(err)
+			return nil, err
+		}
+	}
+	s.setDialErr(nil)
 	return &watchedConn{Conn: c, s: s}, nil
 }
 
@@ -93,6 +118,9 @@ type watchedConn struct {
 
 func (c *watchedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if err != nil && c.n+n < len(c.hdr) {
+		c.s.setDialErr(errNoHandshake)
+	}
 	if n > 0 {
 		c.s.read.Store(int64(time.Since(c.s.base)))
 		if c.n < len(c.hdr) {
@@ -234,19 +262,28 @@ func (s *session) ready(ctx context.Context, bound time.Duration) (view, error) 
 	}
 	for {
 		s.mu.Lock()
-		if s.connected && s.sid != 0 && !isClosed(s.ended) {
+		if s.authErr != nil {
+			err := s.authErr
+			s.mu.Unlock()
+			return view{}, err
+		}
+		authed := isClosed(s.authDone)
+		if s.connected && s.sid != 0 && !isClosed(s.ended) && authed {
 			v := view{sid: s.sid, timeout: s.negotiated, ended: s.ended}
 			s.mu.Unlock()
 			return v, nil
 		}
 		up := s.up
+		if s.connected && s.sid != 0 && !authed {
+			up = s.authDone
+		}
 		s.mu.Unlock()
 		select {
 		case <-up:
 		case <-ctx.Done():
-			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session: %w", distlock.ErrUnavailable, ctxErr(ctx))
+			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session: %w%s", distlock.ErrUnavailable, ctxErr(ctx), s.dialHint())
 		case <-timeout:
-			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session within %v", distlock.ErrUnavailable, bound)
+			return view{}, fmt.Errorf("%w: zklock: no ZooKeeper session within %v%s", distlock.ErrUnavailable, bound, s.dialHint())
 		case <-s.l.lc.Closing().Done():
 			return view{}, distlock.ErrClosed
 		}
@@ -309,9 +346,11 @@ func (s *session) close() {
 	s.closed = true
 	s.endLocked(distlock.ErrClosed) // before the server deletes the nodes
 	s.mu.Unlock()
+	close(s.closing)
 	s.conn.Close()
 	for range s.events {
 	}
+	<-s.authDone
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.presume != nil {

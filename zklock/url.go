@@ -16,16 +16,17 @@ func init() {
 }
 
 // open is the Opener of "zk://" URLs:
-// zk://host1[:port],host2[:port],...[/prefix][?params]. A missing port is
-// 2181; net/url checks the text after the last colon as a port, so either
-// every host names its port or the last one does. The path, if any, is
-// the Prefix. It does no I/O.
+// zk://[user:password@]host1[:port],host2[:port],...[/prefix][?params].
+// A missing port is 2181; net/url checks the text after the last colon as
+// a port, so either every host names its port or the last one does. The
+// userinfo, if any, gives Username and Password (digest credentials); the
+// path, if any, is the Prefix; the TLS parameters (urlopt.TLSParams:
+// tls, tls_ca, tls_cert, tls_key, tls_server_name,
+// tls_insecure_skip_verify) give Options.TLS. It does no I/O. Errors
+// never carry the password.
 func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return nil, fmt.Errorf("%w: zklock: URL %q has no hosts", distlock.ErrInvalidArgument, u.Redacted())
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("%w: zklock: credentials in the URL are not supported", distlock.ErrInvalidArgument)
 	}
 	var servers []string
 	for _, h := range strings.Split(u.Host, ",") {
@@ -46,6 +47,11 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 		ConnectTimeout: p.Duration("connect_timeout", DefaultConnectTimeout),
 		MaxSessions:    p.Int("max_sessions", DefaultMaxSessions),
 		TickTime:       p.Duration("tick_time", DefaultTickTime),
+		TLS:            p.TLS(false),
+	}
+	if u.User != nil {
+		opts.Username = u.User.Username()
+		opts.Password, _ = u.User.Password()
 	}
 	if err := p.Done(); err != nil {
 		return nil, err

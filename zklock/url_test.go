@@ -13,7 +13,7 @@ import (
 
 // TestOpenURL: a zk:// URL gives the Locker its servers (port 2181 when
 // missing), its prefix (the path, without a trailing slash) and every
-// option of the query; a URL without hosts, with credentials, an unknown
+// option of the query; a URL without hosts, with bad credentials, an unknown
 // parameter or an invalid value is refused with ErrInvalidArgument.
 func TestOpenURL(t *testing.T) {
 	for _, tc := range []struct {
@@ -49,7 +49,7 @@ func TestOpenURL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, bad := range []string{"zk://", "zk:opaque", "zk://u:p@h", "zk://h?colour=red", "zk://h?safe_fraction=1.5", "zk://h?safe_fraction=0.7", "zk://h?tick_time=-1s",
+	for _, bad := range []string{"zk://", "zk:opaque", "zk://u%3Ax:p@h", "zk://:p@h", "zk://h?colour=red", "zk://h?safe_fraction=1.5", "zk://h?safe_fraction=0.7", "zk://h?tick_time=-1s",
 		"zk://h?ttl=0s", "zk://h,,g", "zk://h/a/../b", "zk://h?session_timeout=-1s"} {
 		u, err := url.Parse(bad)
 		if err != nil {
