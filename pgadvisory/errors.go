@@ -188,7 +188,7 @@ func retryable(err error) bool {
 	var fe *FenceSetupError
 	var te *LockTableFullError
 	switch {
-	case errors.As(err, &pe), errors.As(err, &fe), errors.As(err, &te):
+	case errors.As(err, &pe), errors.As(err, &fe), errors.As(err, &te), isRefusal(err):
 		return false
 	case errors.Is(err, lease.ErrExpiredInFlight), errors.Is(err, errNotQueued):
 		return true

@@ -252,10 +252,15 @@ func (p *pool) dial(ctx context.Context) (*conn, error) {
 		if c != nil {
 			p.discard(ctx, c)
 		}
+		if step == "connect" {
+			if r := refused(err, p.cfg.User); r != nil {
+				return nil, r // no retry fixes it
+			}
+		}
 		if ctx.Err() != nil {
 			err = errors.Join(err, ctxError(ctx))
 		}
-		return nil, wrap(step, errors.Join(errNotQueued, err))
+		return nil, wrap(step, notQueuedError{err})
 	}
 	if p.setup == "" {
 		return c, nil

@@ -23,7 +23,9 @@ func init() {
 }
 
 // open is the Opener of "postgres://" and "postgresql://" URLs. It does
-// no I/O.
+// no I/O. TLS and credentials are pgx's: the userinfo, sslmode,
+// sslrootcert, sslcert, sslkey (the shared tls_ parameters are refused,
+// naming these).
 func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 	ours, rest := urlopt.Split(u, params)
 	p := urlopt.New(ours)
@@ -43,6 +45,12 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 		return nil, merr
 	}
 	opts.Mode = mode
+	q := rest.Query()
+	for _, name := range urlopt.TLSParams {
+		if q.Has(name) {
+			return nil, fmt.Errorf("%w: pgadvisory: %s: Postgres URLs configure TLS with pgx's (libpq's) parameters sslmode, sslrootcert, sslcert and sslkey", distlock.ErrInvalidArgument, name)
+		}
+	}
 	cfg, err := pgx.ParseConfig(rest.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: pgadvisory: %v", distlock.ErrInvalidArgument, err)
