@@ -121,18 +121,63 @@
 // Prefix every etcd key with a "/" is an entry of some lock: give the
 // Locker a Prefix to list only its locks.
 //
+// # Connections
+//
+// New uses the *clientv3.Client it is given: its clientv3.Config carries
+// TLS (Config.TLS) and credentials (Username, Password). Dial makes the
+// client itself from Options.TLS (cloned; nil: plaintext), Username,
+// Password and DialTimeout, and closes it at Close; New refuses those
+// fields. A URL configures the same: credentials in the userinfo, TLS by
+// the shared parameters tls, tls_ca, tls_cert, tls_key, tls_server_name
+// and tls_insecure_skip_verify (any tls_ parameter turns TLS on; there is
+// no TLS scheme). Certificates are verified against each endpoint's host
+// unless Options.TLS has a ServerName. etcd's client certificate
+// authentication works too: with --client-cert-auth and no password, the
+// server takes the certificate's common name as the user (etcd 3.4 also
+// requires client certificates whenever it has --trusted-ca-file).
+//
+// With a password, Dial (and so Open) authenticates at once, bounded by
+// DialTimeout (default 5 s) and ctx's deadline: a wrong password is its
+// error, ErrAuthFailed ("authentication failed for user ..."). Otherwise
+// the client connects lazily and a problem shows at the first call. The
+// user needs readwrite permission on the keys under Options.Prefix (a role
+// granted the range [Prefix, prefix end)); without it a call fails at once
+// with ErrPermissionDenied, naming the user and the prefix. It matches
+// distlock.ErrUnavailable, as the other refusals do, rather than
+// ErrInvalidArgument: the key and options are valid, the fix is a grant on
+// the server, and the same URL works once it is made. A client without
+// credentials of a cluster with authentication gets ErrAuthFailed.
+//
+// The etcd client reports a connection it cannot make (an untrusted or
+// mismatched server certificate, a client certificate the server refuses,
+// TLS on one side only) only as a request that timed out, and keeps
+// retrying. So until a Locker made by Dial (or a URL) has had a request
+// succeed, a try that times out or finds no connection is followed by a
+// probe of the endpoints (a TLS handshake or a plaintext HTTP/2 preface,
+// at most 2 s) that names the mismatch, as ErrTLS: for example "server
+// certificate rejected ...: x509: certificate signed by unknown authority",
+// or "the server did not answer as plaintext gRPC and speaks TLS: TLS
+// settings may not match the server". ErrAuthFailed, ErrPermissionDenied
+// and ErrTLS end the call at once (no retry fixes them: Acquire does not
+// wait for its context) and match distlock.ErrUnavailable. Errors never
+// contain the password, and Options' String and GoString redact it. A
+// Locker over a client of your own (New) recognizes etcd's authentication
+// and permission errors but not TLS mismatches, which stay timeouts: it
+// cannot see that client's TLS configuration.
+//
 // # URL
 //
 //	etcd://[user:password@]host1:2379,host2:2379,...[/prefix][?params]
 //
-// opens a Locker over a client of its own, with distlock.Open. A missing
+// opens a Locker over a client of its own (Dial), with distlock.Open. A missing
 // port is 2379. The path, without its first "/", is Options.Prefix; a
 // non-empty prefix that does not end in "/" gets one ("etcd://h/locks"
 // locks key k under "locks/k/", as `etcdctl lock locks/k`;
 // "etcd://h//locks/" under "/locks/k/"). Parameters: ttl, autoextend,
 // retry_min, retry_max (every backend's), request_timeout and
-// poll_interval (see Options), and dial_timeout (default 5 s, used with
-// credentials). Unknown parameters are rejected (distlock.ErrInvalidArgument).
-// Opening does no I/O: the client connects on first use, and the Locker's
-// Close closes it.
+// poll_interval (see Options), dial_timeout (Options.DialTimeout) and the
+// tls_ parameters (see Connections). A user name needs a password.
+// Unknown parameters are rejected (distlock.ErrInvalidArgument). Opening
+// without credentials does no I/O: the client connects on first use;
+// with them it authenticates. The Locker's Close closes the client.
 package etcdlock
