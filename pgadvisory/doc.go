@@ -85,12 +85,41 @@
 // pg_signal_backend (a superuser's session needs a superuser); without
 // it ForceRelease fails with an error matching distlock.ErrNotSupported.
 //
+// # Connections
+//
+// New takes a *pgx.ConnConfig: TLS and credentials are pgx's, configured
+// there (ConnConfig.TLSConfig and Fallbacks, User, Password, as
+// pgx.ParseConfig fills them from sslmode, sslrootcert, sslcert, sslkey
+// and the URL's userinfo); Options has no TLS fields. A URL passes
+// sslmode, sslrootcert, sslcert and sslkey (and every other libpq keyword)
+// through to pgx.ParseConfig: sslmode=verify-full with sslrootcert set to
+// the CA file checks the server's certificate and that it names the host
+// dialled. The shared tls_ parameters of the other backends are refused
+// (distlock.ErrInvalidArgument, naming pgx's). pgx's default sslmode is
+// prefer: TLS if the server offers it, without verifying the certificate.
+//
+// Connections are made lazily, by the first acquisition and as the pool
+// needs them, so a connection problem is that call's error. A wrong
+// password (SQLSTATE 28P01) or a pg_hba.conf line that rejects the user is
+// ErrAuthFailed ("authentication failed for user ..."); a server
+// certificate the client does not trust or that does not name the host
+// ("server certificate rejected ...: x509: ..."), TLS asked of a server
+// with ssl=off, a client certificate the server refuses, and a plaintext
+// connection where pg_hba.conf admits the user only over TLS (hostssl:
+// "the server accepts user ... only over TLS: TLS settings may not match
+// the server") are ErrTLS. Both match distlock.ErrUnavailable, are one
+// line, and end the call at once: Acquire does not retry them until its
+// context ends. Errors name the user and database, never the password
+// (pgx does not print it, and URL errors are redacted).
+//
 // # URL
 //
 // postgres://user:password@host:port/db?params or postgresql://..., the
 // pgx DSN plus the lock parameters ttl, autoextend, retry_min, retry_max
 // (every backend's), mode (session or transaction), namespace,
 // fence_sequence, max_idle, conn_check_interval and request_timeout (see
-// Options). Other parameters go to pgx (libpq keywords, server settings).
+// Options). Other parameters go to pgx (libpq keywords such as sslmode,
+// sslrootcert, sslcert and sslkey, and server settings; see Connections);
+// the tls_ parameters are refused.
 // Importing the package registers both schemes with distlock.Open.
 package pgadvisory
