@@ -2,8 +2,11 @@ package zklock_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -34,14 +37,38 @@ func startAuthServer(t *testing.T, opts testbed.ZooKeeperOptions) *authServer {
 	testbed.RequireDocker(t)
 	opts.SuperPassword = superPW
 	n := testbed.StartZooKeeper(t, opts)
-	s := &authServer{ZooKeeperNode: n, admin: connectAs(t, n.Link("admin").Addr(), testbed.ZooKeeperSuperUser, superPW)}
+	var cfg *tls.Config
+	if opts.TLS != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM([]byte(opts.TLS.CA))
+		cfg = &tls.Config{RootCAs: pool, ServerName: "localhost"}
+	}
+	s := &authServer{ZooKeeperNode: n, admin: connectAs(t, n.Link("admin").Addr(), testbed.ZooKeeperSuperUser, superPW, cfg)}
 	return s
 }
 
-// connectAs opens a go-zookeeper session authenticated as user.
-func connectAs(t testing.TB, addr, user, password string) *zk.Conn {
+// connectAs opens a go-zookeeper session authenticated as user, over TLS
+// with cfg if it is not nil.
+func connectAs(t testing.TB, addr, user, password string, cfg *tls.Config) *zk.Conn {
 	t.Helper()
-	c := connect(t, []string{addr})
+	var c *zk.Conn
+	if cfg == nil {
+		c = connect(t, []string{addr})
+	} else {
+		dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+			return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, cfg)
+		}
+		conn, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithDialer(dial), zk.WithLogger(noLog{}), zk.WithLogInfo(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			conn.Close()
+			for range events {
+			}
+		})
+		c = conn
+	}
 	if err := c.AddAuth("digest", []byte(user+":"+password)); err != nil {
 		t.Fatalf("AddAuth %s: %v", user, err)
 	}
@@ -72,6 +99,7 @@ func noSecret(t testing.TB, what string, err error) {
 // user, and comes at once.
 func wantNotAuthorized(t testing.TB, what, user string, err error, took time.Duration) {
 	t.Helper()
+	t.Logf("%s: %v", what, err)
 	noSecret(t, what, err)
 	if !errors.Is(err, distlock.ErrUnavailable) || !errors.Is(err, zklock.ErrNotAuthorized) {
 		t.Fatalf("%s: %v, want ErrUnavailable and ErrNotAuthorized", what, err)
@@ -114,7 +142,7 @@ func TestAuthACL(t *testing.T) {
 		}
 	}
 
-	bob := connectAs(t, s.Link("bob").Addr(), "bob", bobPW)
+	bob := connectAs(t, s.Link("bob").Addr(), "bob", bobPW, nil)
 	if err := bob.Delete(node, -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("bob deletes the holder's node: %v, want NoAuth", err)
 	}
@@ -251,7 +279,7 @@ func TestAuthAfterReconnect(t *testing.T) {
 	}
 	time.Sleep(ttl) // the server expires the session
 	link.Heal()
-	link.Reset() // a handshake sent while blackholed was lost: do not wait for go-zookeeper to give it up
+	link.Reset()                                                 // a handshake sent while blackholed was lost: do not wait for go-zookeeper to give it up
 	ls := mustAcquire(t, l, uniqueKey(t), distlock.WithTTL(ttl)) // on the new session
 	mustRelease(t, ls)
 	ctxTry2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
