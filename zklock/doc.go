@@ -109,10 +109,62 @@
 // Done. Without a deadline on the context, each call waits at most
 // ConnectTimeout for a session and a session timeout for its requests.
 //
+// # Connections
+//
+// Credentials are ZooKeeper's digest scheme: Options.Username and
+// Password, or the URL's user:password. Every session sends them
+// (AddAuth) before the Locker's first request on it; go-zookeeper sends
+// them again first on every reconnection, to the same session or a new
+// one after an expiry. ZooKeeper accepts any digest credentials: it has
+// no password to check, only ACLs that name the digest of user:password.
+// With credentials, every node the Locker creates (lock nodes, the
+// container nodes of keys, missing ancestors of the prefix) gets
+// DefaultACL: all permissions to the user, read to everyone, so that
+// operators and other users can see who holds (Inspect, List, zkCli) but
+// cannot delete, change or queue on a lock; Options.ACL replaces it
+// (without credentials the default is world:anyone with all
+// permissions). Every Locker that contends for a key must therefore use
+// the same user, or an ACL that grants each user all permissions on the
+// key's container node, which whoever creates it first sets. Deleting a
+// lock node takes DELETE on its parent, so another user's ForceRelease
+// fails; a Locker of the same user can force-release.
+//
+// A request an ACL refuses (NoAuth), refused credentials (AuthFailed)
+// and a server with enforce.auth.enabled refusing a session without
+// credentials give a one-line error matching distlock.ErrUnavailable and
+// ErrNotAuthorized that names the user, never the password; Acquire
+// returns it at once. A wrong password shows only where it meets an ACL:
+// at the container node of a key the right user created, or at the
+// prefix. Since a lock's container node goes once its last lock node
+// does, a wrong password can create a key nobody holds under an open
+// prefix: to keep others out, create the prefix (persistent) with an ACL
+// granting only the users allowed (DefaultACL of each, for instance); the
+// Locker then creates below it although it may not create in the
+// prefix's parent. A Username containing ':' or a Password without a
+// Username is distlock.ErrInvalidArgument. Options and the Locker print
+// no password (String, GoString).
+//
+// Options.TLS (or the URL's tls parameters) dials the servers'
+// secureClientPort, which ZooKeeper serves with its Netty connection
+// factory (serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory,
+// Netty on the server's classpath, ssl.keyStore and ssl.trustStore set).
+// The configuration is cloned; without a ServerName each server's host is
+// verified. Sessions connect lazily, so TLS problems are the error of the
+// first call (Acquire, TryAcquire, Inspect...): distlock.ErrUnavailable
+// "no ZooKeeper session within <ConnectTimeout>" followed by the last
+// connection's failure, such as the certificate verification error, or a
+// hint that the TLS settings may not match the server's when a
+// plaintext client meets a TLS port or a TLS client a plaintext one.
+// Client certificates (tls_cert, tls_key) are presented when the server
+// asks; ZooKeeper's x509 authentication provider, which maps them to ACL
+// identities, is not used by the Locker's default ACL.
+//
 // # URL
 //
-// zk://host1:2181,host2:2181,host3:2181[/prefix][?params]. Parameters:
-// ttl, autoextend, retry_min, retry_max (every backend's), session_timeout,
-// safe_fraction, tick_time, connect_timeout and max_sessions (see
-// Options). Unknown parameters are rejected.
+// zk://[user:password@]host1:2181,host2:2181,host3:2181[/prefix][?params].
+// Parameters: ttl, autoextend, retry_min, retry_max (every backend's),
+// session_timeout, safe_fraction, tick_time, connect_timeout and
+// max_sessions (see Options), and the TLS parameters of every network
+// backend: tls, tls_ca, tls_cert, tls_key, tls_server_name,
+// tls_insecure_skip_verify. Unknown parameters are rejected.
 package zklock
