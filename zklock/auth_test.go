@@ -155,6 +155,12 @@ func TestAuthACL(t *testing.T) {
 	if _, _, err := bob.Get(node); err != nil {
 		t.Errorf("bob reads the holder's node: %v", err)
 	}
+	digest := strings.SplitN(zklock.DefaultACL("alice", alicePW)[0].ID, ":", 2)[1]
+	if acl, _, err := bob.GetACL(node); err != nil || strings.Contains(fmt.Sprint(acl), digest) {
+		t.Errorf("bob reads the ACL of the holder's node: %v %v; the password's digest must not show", acl, err)
+	} else {
+		t.Logf("the ACL as bob reads it: %v", acl)
+	}
 
 	bobL := s.locker(t, "bobL", "bob", bobPW)
 	start := time.Now()
