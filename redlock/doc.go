@@ -119,10 +119,13 @@
 // Prefix+"distlock:q:"+k) and channels (Prefix+"distlock:w:"+id) are
 // named with "distlock:", so a key whose Prefix+k contains "distlock:" is
 // refused with distlock.ErrInvalidArgument, as is a key longer than
-// MaxKeyLen bytes, and so is a Prefix containing "distlock:" (by New). No
-// key can then name another key's internal state, including that of a
-// Locker with another Prefix on the same servers. Any other bytes
-// (separators, NUL, invalid UTF-8) make a lock of their own.
+// MaxKeyLen (distlock.MaxKeyLen, 4096) bytes, and so is a Prefix
+// containing "distlock:" (by New). No key can then name another key's
+// internal state, including that of a Locker whose Prefix is not a prefix
+// of this one's on the same servers. Any other bytes (separators, NUL,
+// invalid UTF-8, braces) make a lock of their own; the names are the
+// key's bytes as given (docs/keys.md, TestKeyLayoutGolden). Braces matter
+// only to Redis Cluster, which the nodes are not.
 //
 // N may be any number >= 1. An even N tolerates no more failures than N-1
 // (N=4 tolerates 1, like N=3) at a higher cost; prefer odd N.

@@ -149,16 +149,18 @@ const (
 
 // send writes node i's commands to c and flushes them; on failure it
 // records the error, closes c and returns false.
+// The deadlines are set before the commands are written: a command
+// longer than the write buffer (a long key) goes out while it is written.
 func (l *Locker) send(i int, c *conn, cmds [][]string, deadline time.Time, r *result) bool {
-	for _, cmd := range cmds {
-		c.write(cmd...)
-	}
 	if now := time.Now(); deadline.Sub(now) >= writeGrace {
 		r.err = c.nc.SetDeadline(deadline)
 	} else if r.err = c.nc.SetReadDeadline(deadline); r.err == nil {
 		r.err = c.nc.SetWriteDeadline(now.Add(writeGrace))
 	}
 	if r.err == nil {
+		for _, cmd := range cmds {
+			c.write(cmd...)
+		}
 		r.err = c.bw.Flush()
 	}
 	if r.err != nil {

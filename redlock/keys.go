@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/distlock/distlock"
@@ -26,24 +27,35 @@ import (
 // reserved marks the Locker's own keys and channels.
 const reserved = "distlock:"
 
-// MaxKeyLen is the longest key, in bytes, a Locker accepts: 1024. Every
-// request about a key carries it to every node, and errors name it; Redis
-// itself advises against long keys.
-const MaxKeyLen = 1024
+// MaxKeyLen is the longest key, in bytes, a Locker accepts:
+// distlock.MaxKeyLen (4096), the limit of every backend, so a key valid
+// elsewhere is valid here. Every request about a key carries it to every
+// node.
+const MaxKeyLen = distlock.MaxKeyLen
 
 // checkKey returns an error matching distlock.ErrInvalidArgument if key
 // is longer than MaxKeyLen or its lock name (Prefix + key) contains
 // "distlock:". Every other key, of any bytes, is a lock of its own.
 func (l *Locker) checkKey(key string) error {
 	if len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: redlock: key is %d bytes, longer than MaxKeyLen (%d): use a shorter key, or a hash of it",
+		return fmt.Errorf("%w: redlock: key is %d bytes, longer than MaxKeyLen (%d bytes): use a shorter key, or a hash of it",
 			distlock.ErrInvalidArgument, len(key), MaxKeyLen)
 	}
 	if strings.Contains(l.opts.Prefix+key, reserved) {
-		return fmt.Errorf("%w: redlock: key %q: %q is reserved for the Locker's own keys: use a key without it",
-			distlock.ErrInvalidArgument, key, reserved)
+		return fmt.Errorf("%w: redlock: key %s: %q is reserved for the Locker's own keys: use a key without it",
+			distlock.ErrInvalidArgument, quoteShort(key), reserved)
 	}
 	return nil
+}
+
+// quoteShort quotes key for an error message, cut after 32 bytes so that
+// the message stays one short line.
+func quoteShort(key string) string {
+	const limit = 32
+	if len(key) <= limit {
+		return strconv.Quote(key)
+	}
+	return strconv.Quote(key[:limit]) + fmt.Sprintf("... (%d bytes)", len(key))
 }
 
 // keys are the Redis keys of one lock on every node.
