@@ -66,6 +66,7 @@ func Common() []Case {
 		{"cluster wait queue", "distlock:{abc}:q:a"},
 		{"channel", "distlock:w:x"},
 		{"reserved word alone", "distlock"},
+		{"long, reserved at the end", strings.Repeat("k", 4000) + "distlock:fence"},
 		{"non-UTF-8", "\xff\xfe"},
 		{"UTF-8 surrogate", "\xed\xa0\x80"},
 		{"case Key", "Key"},
