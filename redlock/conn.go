@@ -3,7 +3,6 @@ package redlock
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"time"
@@ -17,9 +16,17 @@ import (
 
 // conn is one connection to a node.
 type conn struct {
-	nc net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+	nc  net.Conn // raw, or the TLS connection over it
+	raw net.Conn // the TCP connection, which close closes
+	br  *bufio.Reader
+	bw  *bufio.Writer
+	// auth names who the AUTH set-up command logs in as ("" if none is
+	// sent), for its error; tls says whether nc is TLS, for the hint of
+	// a connection that fails before its first reply.
+	auth string
+	tls  bool
+	// fresh: no reply read yet (see next).
+	fresh bool
 	// setup counts the replies to the set-up commands (AUTH, SELECT,
 	// SCRIPT LOAD) of a new connection, which are written with its first
 	// request; the first reader checks them before anything else.
@@ -31,8 +38,12 @@ type conn struct {
 }
 
 func newConn(nc net.Conn) *conn {
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}
+	return &conn{nc: nc, raw: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096), fresh: true}
 }
+
+// close closes the TCP connection. A TLS connection is not sent a
+// close_notify, whose write could block on a frozen node.
+func (c *conn) close() { _ = c.raw.Close() }
 
 // write buffers one command; flush sends it.
 func (c *conn) write(args ...string) { resp.WriteCommand(c.bw, args...) }
@@ -51,13 +62,26 @@ func (c *conn) setUp(args ...string) {
 var errPartial = errors.New("reply cut off")
 
 // next checks the set-up replies, discards the pending replies, then
-// reads one reply. If the deadline passes before the first byte of a
+// reads one reply. An error other than a timeout before a new connection's
+// first reply says what the server may want (see firstReplyError). If the deadline passes before the first byte of a
 // reply arrives, the error matches os.ErrDeadlineExceeded and the
 // connection stays usable (with the unread replies counted in setup and
 // pending); after a partial reply it matches errPartial too. An error
 // reply to a set-up command is returned as an error matching errSetup
 // (not a resp.Error): the connection cannot be used.
 func (c *conn) next() (any, error) {
+	v, err := c.next1()
+	if err != nil && c.fresh && !clean(err) && !errors.Is(err, errSetup) {
+		err = firstReplyError(c, err)
+	}
+	if err == nil {
+		c.fresh = false
+	}
+	return v, err
+}
+
+// next1 is next without the hint.
+func (c *conn) next1() (any, error) {
 	for c.setup > 0 {
 		if _, err := c.br.Peek(1); err != nil {
 			return nil, err
@@ -67,8 +91,10 @@ func (c *conn) next() (any, error) {
 			return nil, errors.Join(errPartial, err)
 		}
 		c.setup--
+		who := c.auth
+		c.auth = "" // only the first set-up reply answers AUTH
 		if se, ok := v.(resp.Error); ok {
-			return nil, fmt.Errorf("%w: %s", errSetup, string(se))
+			return nil, setupError(se, who)
 		}
 	}
 	for c.pending > 0 {

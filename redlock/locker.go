@@ -65,7 +65,7 @@ func New(addrs []string, opts *Options) (*Locker, error) {
 	}
 	l.lc.Init()
 	for _, a := range addrs {
-		l.nodes = append(l.nodes, &node{addr: a, l: l, conns: map[*conn]struct{}{}})
+		l.nodes = append(l.nodes, &node{addr: a, l: l, tls: nodeTLS(&o, a), conns: map[*conn]struct{}{}})
 	}
 	return l, nil
 }

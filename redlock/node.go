@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -22,6 +23,7 @@ const maxIdle = 128
 type node struct {
 	addr string
 	l    *Locker
+	tls  *tls.Config // nil: plaintext (see nodeTLS)
 
 	mu     sync.Mutex
 	idle   []*conn
@@ -56,7 +58,7 @@ func (n *node) put(c *conn) {
 	}
 	delete(n.conns, c)
 	n.mu.Unlock()
-	_ = c.nc.Close()
+	c.close()
 }
 
 // discard closes c.
@@ -64,7 +66,7 @@ func (n *node) discard(c *conn) {
 	n.mu.Lock()
 	delete(n.conns, c)
 	n.mu.Unlock()
-	_ = c.nc.Close()
+	c.close()
 }
 
 // track registers a new connection; it reports false (and closes nc) if
@@ -73,7 +75,7 @@ func (n *node) track(c *conn) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		_ = c.nc.Close()
+		c.close()
 		return false
 	}
 	n.conns[c] = struct{}{}
@@ -89,20 +91,22 @@ func (n *node) close() {
 	n.conns, n.idle = map[*conn]struct{}{}, nil
 	n.mu.Unlock()
 	for c := range conns {
-		_ = c.nc.Close()
+		c.close()
 	}
 }
 
-// dial opens a connection by deadline (or DialTimeout, if sooner). Its
-// set-up (AUTH and SELECT if configured, and, unless pubsub, SCRIPT LOAD
-// of every script) is only buffered: it goes out with the connection's
+// dial opens a connection by deadline (or DialTimeout, if sooner), TLS
+// handshake included (see secure: one that runs past deadline goes on in
+// the background). Its set-up (AUTH and SELECT if configured, and,
+// unless pubsub, SCRIPT LOAD of every script) is only buffered: it goes out with the connection's
 // first request, so that a new connection costs one round trip, not two
 // (a request sent with a round trip of its node timeout left would time
 // out, and the operation return while it is still on its way). The first
 // reader checks the set-up replies (see conn.next).
 func (n *node) dial(ctx context.Context, deadline time.Time, pubsub bool) (*conn, error) {
-	if d := time.Now().Add(n.l.opts.DialTimeout); d.Before(deadline) {
-		deadline = d
+	dialEnd := time.Now().Add(n.l.opts.DialTimeout)
+	if dialEnd.Before(deadline) {
+		deadline = dialEnd
 	}
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -115,15 +119,28 @@ func (n *node) dial(ctx context.Context, deadline time.Time, pubsub bool) (*conn
 	if !n.track(c) {
 		return nil, distlock.ErrClosed
 	}
+	if n.tls != nil {
+		if err := n.secure(dctx, c, deadline, dialEnd, pubsub); err != nil {
+			return nil, err
+		}
+	}
 	if err := nc.SetDeadline(deadline); err != nil { // for writes that overflow the buffer
 		n.discard(c)
 		return nil, err
 	}
+	n.setUp(c, pubsub)
+	return c, nil
+}
+
+// setUp buffers c's set-up commands (see dial).
+func (n *node) setUp(c *conn, pubsub bool) {
 	if o := n.l.opts; o.Password != "" {
 		if o.Username != "" {
 			c.setUp("AUTH", o.Username, o.Password)
+			c.auth = fmt.Sprintf("user %q", o.Username)
 		} else {
 			c.setUp("AUTH", o.Password)
+			c.auth = "the default user (password only)"
 		}
 	}
 	if n.l.opts.DB != 0 {
@@ -134,5 +151,4 @@ func (n *node) dial(ctx context.Context, deadline time.Time, pubsub bool) (*conn
 			c.setUp("SCRIPT", "LOAD", s.src)
 		}
 	}
-	return c, nil
 }

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
@@ -52,17 +53,36 @@ type Options struct {
 	DriftFactor float64
 	DriftFixed  time.Duration
 
-	// DialTimeout bounds the connecting of a new connection, and the
-	// subscription of a pub/sub one. The set-up (AUTH, SELECT, SCRIPT
-	// LOAD) goes out with the connection's first request and is bounded
-	// with it. Default DefaultDialTimeout (1 s).
+	// DialTimeout bounds the connecting of a new connection, TLS
+	// handshake included, and the subscription of a pub/sub one. The
+	// set-up (AUTH, SELECT, SCRIPT LOAD) goes out with the connection's
+	// first request and is bounded with it. Within an operation the node
+	// timeout bounds all of it too. Default DefaultDialTimeout (1 s).
 	DialTimeout time.Duration
 
 	// Username and Password, if Password is set, authenticate every
-	// connection (AUTH). DB selects a database (default 0). All nodes share
-	// them.
+	// connection: AUTH Username Password (an ACL user, Redis 6 or later),
+	// or AUTH Password (the default user, requirepass) when Username is
+	// "". DB selects a database (default 0). All nodes share them. A
+	// failed AUTH makes the node unavailable for the operation (see
+	// Connections in the package documentation). String and GoString
+	// never print Password.
 	Username, Password string
 	DB                 int
+
+	// TLS, if not nil, makes every connection TLS with this configuration,
+	// verified as crypto/tls does: against RootCAs (nil: the system's
+	// roots) and ServerName, which, when empty, is each node's host (so
+	// one configuration serves nodes with different names); set
+	// InsecureSkipVerify only for tests. Client certificates go in
+	// Certificates. New clones it. Default nil: plaintext.
+	TLS *tls.Config
+
+	// NodeTLS, if set, gives each node its own TLS configuration instead
+	// of TLS: New calls it once per address as given to New, and a nil
+	// result makes that node plaintext. The result is cloned and an empty
+	// ServerName is the node's host, as for TLS.
+	NodeTLS func(addr string) *tls.Config
 
 	// Prefix is prepended to every key the Locker touches. Default "": the
 	// lock of key k is the Redis key k itself, so that other Redlock

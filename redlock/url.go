@@ -19,8 +19,10 @@ func init() {
 // open is the Opener of "redlock://" URLs:
 // redlock://[user:password@]host1[:port],host2[:port],...[/db][?params]. A
 // missing port is 6379; net/url checks the text after the last colon as a
-// port, so either every host names its port or the last one does. It does
-// no I/O.
+// port, so either every host names its port or the last one does. The
+// TLS parameters (urlopt.TLSParams) set Options.TLS for every node; the
+// scheme implies no TLS. It does no I/O, but reads the files tls_ca,
+// tls_cert and tls_key name.
 func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return nil, fmt.Errorf("%w: redlock: URL %q has no hosts", distlock.ErrInvalidArgument, u.Redacted())
@@ -45,6 +47,7 @@ func open(_ context.Context, u *url.URL) (distlock.Locker, error) {
 		Prefix:        p.String("prefix", ""),
 		PollInterval:  p.Duration("poll_interval", DefaultPollInterval),
 		AllowEviction: p.Bool("allow_eviction", false),
+		TLS:           p.TLS(false),
 	}
 	if err := p.Done(); err != nil {
 		return nil, err
