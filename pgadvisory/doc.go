@@ -4,6 +4,18 @@
 // session of that connection is the lock's session: when it ends, the
 // server frees every lock it held.
 //
+// # Keys
+//
+// A key is any byte string of 1 to distlock.MaxKeyLen (4096) bytes (NUL,
+// invalid UTF-8 and path syntax included). It is never sent to the
+// server: KeyID hashes Namespace, a NUL byte and the key, bytes as given
+// with no case or Unicode normalisation, into the int8 lock id (SHA-256,
+// the first 8 bytes; golden values are tested). Distinct keys share an id
+// with probability 2^-64 a pair. A Namespace may not hold a NUL byte, so
+// that namespaces (tenants) never share an id but by that chance. An
+// empty or longer key is refused with distlock.ErrInvalidArgument before
+// any request (docs/keys.md).
+//
 // # Acquire
 //
 // Acquire waits on the server (pg_advisory_lock), so a release hands the

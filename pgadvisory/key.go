@@ -3,6 +3,10 @@ package pgadvisory
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/distlock/distlock"
 )
 
 // KeyID returns the advisory lock ID (the int8 key of pg_advisory_lock)
@@ -23,8 +27,22 @@ func KeyID(namespace, key string) int64 {
 	return int64(binary.BigEndian.Uint64(h.Sum(sum[:0])[:8]))
 }
 
+// checkNamespace refuses a namespace holding a NUL byte, with an error
+// matching distlock.ErrInvalidArgument. KeyID separates namespace and key
+// by a NUL byte, so the first NUL of what it hashes ends the namespace:
+// keys may hold NUL bytes, and namespaces must not, or namespace "a\x00b"
+// with key "c" would be namespace "a" with key "b\x00c".
+func checkNamespace(ns string) error {
+	if strings.IndexByte(ns, 0) >= 0 {
+		return fmt.Errorf("%w: pgadvisory: namespace %q contains a NUL byte, which separates namespace and key in KeyID; use a namespace without NUL",
+			distlock.ErrInvalidArgument, ns)
+	}
+	return nil
+}
+
 // KeyIDSQL is a SQL expression of KeyID for namespace $1 and key $2 (both
-// text), for finding a lock in pg_locks or taking it from SQL:
+// text, so it covers the keys that are valid UTF-8 without NUL; KeyID
+// takes any bytes), for finding a lock in pg_locks or taking it from SQL:
 //
 //	SELECT pg_advisory_lock(<KeyIDSQL>) -- with $1 = 'distlock', $2 = 'invoice:42'
 //

@@ -96,8 +96,9 @@ type Options struct {
 
 	// Namespace is hashed with every string key (KeyID), so that the
 	// library's locks do not collide with the application's own advisory
-	// locks or with another namespace's. Default DefaultNamespace. Integer
-	// keys (AcquireID) ignore it.
+	// locks or with another namespace's. Default DefaultNamespace. A
+	// namespace with a NUL byte is refused (distlock.ErrInvalidArgument).
+	// Integer keys (AcquireID) ignore it.
 	Namespace string
 
 	// FenceSequence names the sequence fences come from, optionally
@@ -146,6 +147,9 @@ func (o *Options) resolve() (Options, error) {
 	}
 	if r.Namespace == "" {
 		r.Namespace = DefaultNamespace
+	}
+	if err := checkNamespace(r.Namespace); err != nil {
+		return Options{}, err
 	}
 	if r.FenceSequence == "" {
 		r.FenceSequence = DefaultFenceSequence
