@@ -5,10 +5,15 @@
 //
 // # Keys
 //
-// A key is any non-empty byte string of at most MaxKeyLen bytes; each byte
-// outside a safe ASCII set is percent-encoded, so every key is one path
-// component of its own. A longer key is refused with
-// distlock.ErrInvalidArgument before any request.
+// A key is any non-empty byte string of at most MaxKeyLen
+// (distlock.MaxKeyLen, 4096) bytes; each byte outside ASCII letters,
+// digits and "-_.~:@" is percent-encoded ("%" and two upper-case hex
+// digits; "." and ".." whole), so every key is one path component of its
+// own, Locker.Path(key) (golden values are tested). A longer key is
+// refused with distlock.ErrInvalidArgument before any request. Lockers
+// share no state unless one's Prefix lies under the other's: a Prefix
+// /p/x puts its locks under the lock node of key "x" of Prefix /p, so
+// tenants' prefixes must not nest (docs/keys.md).
 //
 // # Acquire
 //

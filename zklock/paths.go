@@ -33,9 +33,10 @@ const (
 // of the session; escaped (at most three bytes a byte) and under the
 // prefix, a key within these limits keeps each request far below that.
 const (
-	// MaxKeyLen is the longest key, in bytes, a Locker accepts; a longer
-	// one is refused with distlock.ErrInvalidArgument before any request.
-	MaxKeyLen = 4096
+	// MaxKeyLen is the longest key, in bytes, a Locker accepts
+	// (distlock.MaxKeyLen, the limit of every backend); a longer one is
+	// refused with distlock.ErrInvalidArgument before any request.
+	MaxKeyLen = distlock.MaxKeyLen
 	// MaxPrefixLen is the longest Options.Prefix, in bytes.
 	MaxPrefixLen = 1024
 )
