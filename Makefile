@@ -1,9 +1,9 @@
 # The test command of README.md: builds the server images from Debian
 # packages (no container registry on this machine kind), then runs go vet,
-# the race detector and every test, containers included.
+# the race detector and every test, containers included. The container
+# tests reach the Docker daemon at /var/run/docker.sock, or where
+# DOCKER_HOST (unix:// or tcp://) says.
 
-export TESTCONTAINERS_RYUK_DISABLED ?= true
-export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
 export DISTLOCK_REDIS_IMAGE ?= distlock/redis:7.0-bookworm
 export DISTLOCK_POSTGRES_IMAGE ?= distlock/postgres:15-bookworm
 export DISTLOCK_ETCD_IMAGE ?= distlock/etcd:3.4-bookworm
@@ -11,7 +11,7 @@ export DISTLOCK_ZOOKEEPER_IMAGE ?= distlock/zookeeper:3.8-bookworm
 
 GO ?= go
 
-.PHONY: test test-short images example bench bench-table vet clean-containers
+.PHONY: test test-short images example bench bench-table vet depcheck clean-containers
 
 # -p 1: one package at a time. The container tests measure timeouts of
 # tens of milliseconds (Redlock's node timeout is 50 ms); two such packages
@@ -24,12 +24,18 @@ test: images vet clean-containers
 	# the library's own tests above run with it.
 	cd bench && DISTLOCK_REQUIRE_DOCKER=1 $(GO) test -count=1 -run . -bench . -benchtime 1x -timeout 20m ./...
 
-vet:
+vet: depcheck
 	test -z "$$(gofmt -l . | tee /dev/stderr)"
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
-# Containers and networks an earlier, interrupted run left behind (every
+# A program importing distlock/all or distlock/conformance must list no
+# testcontainers, docker, moby or containerd module in its go.sum: builds a
+# scratch module that imports both (scripts/depcheck.sh).
+depcheck:
+	GO=$(GO) bash scripts/depcheck.sh
+
+# Containers, networks and volumes an earlier, interrupted run left behind (every
 # testbed object carries the io.distlock.testbed label) would steal CPU
 # from this run's timing-sensitive tests.
 clean-containers:

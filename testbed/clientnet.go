@@ -13,10 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/client"
 )
 
 // clientNetAttempts bounds the tries to create the client network on a
@@ -87,10 +83,7 @@ func attachClientNetLocked(ctx context.Context, n *Node, addr netip.Addr) error 
 	if err != nil {
 		return err
 	}
-	if _, err := cli.NetworkConnect(ctx, clientNet.id, client.NetworkConnectOptions{
-		Container:      n.ContainerID(),
-		EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: addr}},
-	}); err != nil {
+	if err := cli.networkConnect(ctx, clientNet.id, n.id, nil, addr); err != nil {
 		return fmt.Errorf("testbed: %s: attach to the client network at %s: %w", n.name, addr, err)
 	}
 	if err := n.refreshIfUp(ctx); err != nil {
@@ -113,7 +106,7 @@ func detachClientNet(ctx context.Context, n *Node) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cli.NetworkDisconnect(ctx, clientNet.id, client.NetworkDisconnectOptions{Container: n.ContainerID(), Force: true}); err != nil {
+	if err := cli.networkDisconnect(ctx, clientNet.id, n.id); err != nil {
 		return fmt.Errorf("testbed: %s: detach from the client network: %w", n.name, err)
 	}
 	delete(clientNet.users[n.t], n.ContainerID())
@@ -131,7 +124,7 @@ func (n *Node) refreshIfUp(ctx context.Context) error {
 	if old == "" { // killed or stopped: Start refreshes
 		return nil
 	}
-	addr, err := mappedAddr(ctx, n.ctr, n.port)
+	addr, err := mappedAddr(ctx, n.id, n.port)
 	if err != nil {
 		return fmt.Errorf("testbed: %s: %w", n.name, err)
 	}
@@ -155,28 +148,24 @@ func createClientNet(ctx context.Context) error {
 	for range clientNetAttempts {
 		clientNet.seq++
 		name := "distlock-clients-" + runID + "-" + strconv.Itoa(clientNet.seq)
-		probe, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: labels()})
+		probe, err := cli.networkCreate(ctx, name, false, netip.Prefix{})
 		if err != nil {
 			return err
 		}
-		info, err := cli.NetworkInspect(ctx, probe.ID, client.NetworkInspectOptions{})
-		_, rerr := cli.NetworkRemove(ctx, probe.ID, client.NetworkRemoveOptions{})
+		subnet, err := cli.networkSubnet(ctx, probe)
+		rerr := cli.networkRemove(ctx, probe)
 		if err = errors.Join(err, rerr); err != nil {
 			return err
 		}
-		if len(info.Network.IPAM.Config) == 0 {
+		if !subnet.IsValid() {
 			return fmt.Errorf("docker gave network %s no subnet", name)
 		}
-		subnet := info.Network.IPAM.Config[0].Subnet
-		created, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
-			Driver: "bridge", Labels: labels(), Internal: true,
-			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
-		})
+		created, err := cli.networkCreate(ctx, name, true, subnet)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		clientNet.id, clientNet.subnet = created.ID, subnet
+		clientNet.id, clientNet.subnet = created, subnet
 		clientNet.last = subnet.Addr().Next() // the gateway
 		clientNet.users = map[testing.TB]map[string]struct{}{}
 		return nil
@@ -198,8 +187,8 @@ func releaseClientNet(t testing.TB) {
 		return
 	}
 	for id := range clientNet.users[t] {
-		_, err := cli.NetworkDisconnect(ctx, clientNet.id, client.NetworkDisconnectOptions{Container: id, Force: true})
-		if err != nil && !errdefs.IsNotFound(err) {
+		err := cli.networkDisconnect(ctx, clientNet.id, id)
+		if err != nil && !isNotFound(err) {
 			t.Errorf("testbed: detach %s from the client network: %v", id, err)
 		}
 	}
@@ -207,7 +196,7 @@ func releaseClientNet(t testing.TB) {
 	if len(clientNet.users) > 0 {
 		return
 	}
-	if _, err := cli.NetworkRemove(ctx, clientNet.id, client.NetworkRemoveOptions{}); err != nil && !errdefs.IsNotFound(err) {
+	if err := cli.networkRemove(ctx, clientNet.id); err != nil && !isNotFound(err) {
 		t.Errorf("testbed: remove the client network: %v", err)
 	}
 	clientNet.id = ""

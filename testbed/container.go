@@ -4,21 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
-	tclog "github.com/testcontainers/testcontainers-go/log"
-	"github.com/testcontainers/testcontainers-go/network"
-	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 // startTimeout bounds starting a group of containers until they are ready.
@@ -31,9 +24,9 @@ type nodeSpec struct {
 	port    string // container port the clients use, e.g. "6379/tcp"
 	cmd     []string
 	env     map[string]string
-	files   []fileSpec                    // copied in before the first start
-	network *testcontainers.DockerNetwork // nil: default bridge only
-	aliases []string                      // names on network
+	files   []fileSpec     // copied in before the first start
+	network *dockerNetwork // nil: default bridge only
+	aliases []string       // names on network
 	// bridge also attaches Docker's default bridge, first, so that the
 	// published port does not go through network and survives
 	// Node.DisconnectNetwork of it.
@@ -79,58 +72,71 @@ func startNodes(t testing.TB, specs []nodeSpec) []*Node {
 
 // startNode starts one container; it may run on any goroutine.
 func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
-	opts := []testcontainers.ContainerCustomizer{
-		testcontainers.WithCmd(s.cmd...),
-		testcontainers.WithExposedPorts(s.port),
-		testcontainers.WithLabels(labels()),
-		testcontainers.WithWaitStrategy(probeStrategy{port: s.port, probe: s.probe}),
-		testcontainers.WithLogger(tclog.TestLogger(t)),
+	cli, err := dockerClient()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.name, err)
 	}
-	if len(s.env) > 0 {
-		opts = append(opts, testcontainers.WithEnv(s.env))
+	cfg := containerConfig{
+		Image:        s.image,
+		Cmd:          s.cmd,
+		Env:          envList(s.env),
+		Labels:       labels(),
+		ExposedPorts: map[string]struct{}{s.port: {}},
+		HostConfig: hostConfig{
+			// NET_ADMIN lets PacketLink and CutPeer drop packets with
+			// iptables in the container's network namespace.
+			CapAdd: []string{"NET_ADMIN"},
+			Mounts: dataVolumes(s.data, s.tmpfs),
+			Tmpfs:  s.tmpfs,
+			// A random host port on the daemon's host: it changes at
+			// every start, so refresh reads it back.
+			PortBindings: map[string][]portBinding{s.port: {{HostIP: cli.bindIP}}},
+		},
 	}
-	if len(s.files) > 0 {
-		files := make([]testcontainers.ContainerFile, len(s.files))
-		for i, f := range s.files {
-			files[i] = testcontainers.ContainerFile{Reader: strings.NewReader(f.content), ContainerFilePath: f.path, FileMode: f.mode}
-		}
-		opts = append(opts, testcontainers.WithFiles(files...))
-	}
-	if s.bridge {
-		opts = append(opts, network.WithBridgeNetwork())
-	}
-	if len(s.tmpfs) > 0 {
-		opts = append(opts, testcontainers.WithTmpfs(s.tmpfs))
-	}
-	// NET_ADMIN lets PacketLink and CutPeer drop packets with iptables in
-	// the container's network namespace. A host-config modifier replaces
-	// testcontainers' default one, which copies the request's deprecated
-	// host fields (Binds, Resources, ShmSize...): set such fields in a
-	// modifier (they chain), not in the request.
-	opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-		hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
-	}))
-	if v := dataVolumes(s.data, s.tmpfs); len(v) > 0 {
-		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-			hc.Mounts = append(hc.Mounts, v...)
-		}))
-	}
-	if s.network != nil {
-		opts = append(opts, network.WithNetwork(s.aliases, s.network))
+	// The container is created on its first network (API 1.41 takes one)
+	// and connected to the second before it starts: the default bridge
+	// first when bridge is set, so that it carries the published port.
+	var later *dockerNetwork
+	switch {
+	case s.bridge:
+		cfg.HostConfig.NetworkMode = "bridge"
+		later = s.network
+	case s.network != nil:
+		cfg.HostConfig.NetworkMode = s.network.Name
+		cfg.NetworkingConfig = &networkingConfig{EndpointsConfig: map[string]*endpointSettings{
+			s.network.Name: {Aliases: s.aliases},
+		}}
 	}
 	if s.beforeStart != nil {
 		s.beforeStart()
 	}
-	ctr, err := testcontainers.Run(ctx, s.image, opts...)
-	t.Cleanup(func() { terminate(t, ctr) }) // before the error check: Run may return a container with an error
+	id, err := cli.containerCreate(ctx, cfg)
 	if err != nil {
+		return nil, fmt.Errorf("start %s (%s): %w", s.name, s.image, err)
+	}
+	t.Cleanup(func() { terminate(t, id) })
+	if later != nil {
+		if err := cli.networkConnect(ctx, later.ID, id, s.aliases, netip.Addr{}); err != nil {
+			return nil, fmt.Errorf("start %s: connect to network %s: %w", s.name, later.Name, err)
+		}
+	}
+	if len(s.files) > 0 {
+		if err := cli.containerUpload(ctx, id, s.files); err != nil {
+			return nil, fmt.Errorf("start %s: copy files: %w", s.name, err)
+		}
+	}
+	if err := cli.containerStart(ctx, id); err != nil {
+		return nil, fmt.Errorf("start %s (%s): %w", s.name, s.image, err)
+	}
+	if err := waitReady(ctx, id, s.port, s.probe); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", s.name, s.image, err)
 	}
 	n := &Node{
 		t:           t,
 		name:        s.name,
-		ctr:         ctr,
+		id:          id,
 		port:        s.port,
+		probe:       s.probe,
 		beforeStart: s.beforeStart,
 		links:       make(map[string]*Proxy),
 		packetLinks: make(map[string]*PacketLink),
@@ -148,6 +154,16 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 	return n, nil
 }
 
+// envList turns env into the sorted KEY=value list Docker takes.
+func envList(env map[string]string) []string {
+	var out []string
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // dataVolumes mounts an anonymous Docker volume at each of paths that
 // tmpfs does not mount. A server's data directory lives there, as the
 // official images' VOLUME declarations put it, not in the container's
@@ -158,89 +174,113 @@ func startNode(ctx context.Context, t testing.TB, s nodeSpec) (*Node, error) {
 // layer: it survives Kill, Stop and Start, and Terminate removes it. Each
 // carries the testbed's labels, so that make clean-containers finds one
 // whose container went some other way.
-func dataVolumes(paths []string, tmpfs map[string]string) []mount.Mount {
-	var ms []mount.Mount
+func dataVolumes(paths []string, tmpfs map[string]string) []mountSpec {
+	var ms []mountSpec
 	for _, p := range paths {
 		if _, ok := tmpfs[p]; !ok {
-			ms = append(ms, mount.Mount{Type: mount.TypeVolume, Target: p,
-				VolumeOptions: &mount.VolumeOptions{Labels: labels()}})
+			ms = append(ms, mountSpec{Type: mountVolume, Target: p, VolumeOptions: &volumeOptions{Labels: labels()}})
 		}
 	}
 	return ms
 }
 
-// terminate removes a container, unpausing it first; it runs in test
-// cleanup.
-func terminate(t testing.TB, ctr *testcontainers.DockerContainer) {
-	if ctr == nil {
-		return
-	}
+// terminate removes a container with its volumes, unpausing it first; it
+// runs in test cleanup.
+func terminate(t testing.TB, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if cli, err := dockerClient(); err == nil {
-		_, _ = cli.ContainerUnpause(ctx, ctr.GetContainerID(), client.ContainerUnpauseOptions{})
+	cli, err := dockerClient()
+	if err != nil {
+		t.Errorf("testbed: remove container %s: %v", id, err)
+		return
 	}
-	if err := ctr.Terminate(ctx, testcontainers.StopTimeout(0)); err != nil && !errdefs.IsNotFound(err) {
-		t.Errorf("testbed: remove container %s: %v", ctr.GetContainerID(), err)
+	_ = cli.containerUnpause(ctx, id)
+	if err := cli.containerRemove(ctx, id); err != nil && !isNotFound(err) {
+		t.Errorf("testbed: remove container %s: %v", id, err)
 	}
 }
 
-// newNetwork creates a private Docker network removed when the test ends.
-func newNetwork(t testing.TB) *testcontainers.DockerNetwork {
+// dockerNetwork is a Docker network the testbed created.
+type dockerNetwork struct {
+	ID, Name string
+}
+
+// networkSeq numbers the networks newNetwork creates in this process.
+var networkSeq atomic.Int64
+
+// newNetwork creates a private Docker network, with the testbed's labels,
+// removed when the test ends.
+func newNetwork(t testing.TB) *dockerNetwork {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nw, err := network.New(ctx, network.WithLabels(labels()))
-	t.Cleanup(func() { // registered first, so it runs after the containers are removed
-		if nw == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := nw.Remove(ctx); err != nil && !errdefs.IsNotFound(err) {
-			t.Errorf("testbed: remove network %s: %v", nw.Name, err)
-		}
-	})
+	cli, err := dockerClient()
 	if err != nil {
 		t.Fatalf("testbed: create network: %v", err)
 	}
+	nw := &dockerNetwork{Name: fmt.Sprintf("distlock-%s-%d", runID, networkSeq.Add(1))}
+	nw.ID, err = cli.networkCreate(ctx, nw.Name, false, netip.Prefix{})
+	if err != nil {
+		t.Fatalf("testbed: create network: %v", err)
+	}
+	t.Cleanup(func() { // registered before the containers' cleanups, so it runs after they are removed
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cli.networkRemove(ctx, nw.ID); err != nil && !isNotFound(err) {
+			t.Errorf("testbed: remove network %s: %v", nw.Name, err)
+		}
+	})
 	return nw
 }
 
-// mappedAddr is the host:port a container port is published on.
-func mappedAddr(ctx context.Context, target wait.StrategyTarget, port string) (string, error) {
-	host, err := target.Host(ctx)
+// mappedAddr is the host:port the container's port is published on.
+func mappedAddr(ctx context.Context, id, port string) (string, error) {
+	cli, err := dockerClient()
 	if err != nil {
-		return "", fmt.Errorf("host: %w", err)
+		return "", err
 	}
-	p, err := target.MappedPort(ctx, port)
+	info, err := cli.containerInspect(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("mapped port %s: %w", port, err)
+		return "", err
 	}
-	return net.JoinHostPort(host, p.Port()), nil
+	return publishedAddr(cli, info, port)
 }
 
-// probeStrategy waits until a probe of the published port succeeds; it
-// runs after the first start and after every Start. It fails at once,
-// with the container's log tail, if the container exits.
-type probeStrategy struct {
-	port  string
-	probe func(ctx context.Context, addr string) error
+// publishedAddr reads where port is published from a container's
+// inspection.
+func publishedAddr(cli *engine, info containerInfo, port string) (string, error) {
+	for _, b := range info.NetworkSettings.Ports[port] {
+		if b.HostPort != "" {
+			return net.JoinHostPort(cli.host, b.HostPort), nil
+		}
+	}
+	return "", fmt.Errorf("port %s is not published (container %s)", port, info.State.Status)
 }
 
-// WaitUntilReady implements wait.Strategy.
-func (s probeStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+// waitReady waits until probe succeeds on the published port; it runs
+// after the first start and after every Start, for at most startTimeout.
+// It fails at once, with the container's log tail, if the container exits.
+func waitReady(ctx context.Context, id, port string, probe func(ctx context.Context, addr string) error) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	cli, err := dockerClient()
+	if err != nil {
+		return err
+	}
 	var last error
 	for {
-		state, err := target.State(ctx)
-		if err == nil && (state.Status == "exited" || state.Status == "dead") {
+		info, err := cli.containerInspect(ctx, id)
+		if err == nil && (info.State.Status == "exited" || info.State.Status == "dead") {
 			return fmt.Errorf("container %s (exit code %d) before it was ready; log tail:\n%s",
-				state.Status, state.ExitCode, logTail(ctx, target, 20))
+				info.State.Status, info.State.ExitCode, logTail(ctx, id, 20))
 		}
-		addr, err := mappedAddr(ctx, target, s.port)
+		var addr string
+		if err == nil {
+			addr, err = publishedAddr(cli, info, port)
+		}
 		if err == nil {
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			err = s.probe(pctx, addr)
+			err = probe(pctx, addr)
 			cancel()
 			if err == nil {
 				return nil
@@ -250,28 +290,23 @@ func (s probeStrategy) WaitUntilReady(ctx context.Context, target wait.StrategyT
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("not ready: %w (last probe: %v); log tail:\n%s",
-				ctx.Err(), last, logTail(context.Background(), target, 20))
+				ctx.Err(), last, logTail(context.Background(), id, 20))
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }
 
-// String describes the strategy in testcontainers' log.
-func (s probeStrategy) String() string { return "probe of " + s.port }
-
 // logTail returns the last n lines of a container's log.
-func logTail(ctx context.Context, target wait.StrategyTarget, n int) string {
+func logTail(ctx context.Context, id string, n int) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	rc, err := target.Logs(ctx)
+	cli, err := dockerClient()
 	if err != nil {
 		return "(logs: " + err.Error() + ")"
 	}
-	defer rc.Close()
-	b, _ := io.ReadAll(rc)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	b, err := cli.containerLogs(ctx, id, n)
+	if err != nil {
+		return "(logs: " + err.Error() + ")"
 	}
-	return strings.Join(lines, "\n")
+	return strings.TrimRight(string(b), "\n")
 }

@@ -26,27 +26,14 @@
 // packets with iptables in the server's network namespace; Node.CutPeer
 // partitions two servers the same way.
 //
-// It is the only package of the module that depends on testcontainers-go.
-// Every container and network it creates is removed when the test that
-// created it ends, also when the test fails.
-//
-// Importing the package sets TESTCONTAINERS_RYUK_DISABLED=true and
-// TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 unless they are already set: this
-// machine kind has no registry to pull the Ryuk reaper from, and the
-// containers are reached on loopback.
+// It talks to the Docker daemon through a small Engine API client of its
+// own, written with the standard library: HTTP over the Unix socket
+// /var/run/docker.sock, or over the socket or TCP address DOCKER_HOST
+// names (unix:// or tcp://). So the package, which every backend's tests
+// import, adds no container tooling module to a program's go.sum
+// (scripts/depcheck.sh checks that). Published ports are bound to
+// 127.0.0.1 (all addresses when DOCKER_HOST names another host, which is
+// then where they are reached). Every container, network and volume it
+// creates carries the labels LabelTestbed and LabelRun, and is removed
+// when the test that created it ends, also when the test fails.
 package testbed
-
-import "os"
-
-// init sets the testcontainers environment this machine kind needs, unless
-// the variables are set already.
-func init() {
-	for k, v := range map[string]string{
-		"TESTCONTAINERS_RYUK_DISABLED": "true",
-		"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
-	} {
-		if _, ok := os.LookupEnv(k); !ok {
-			_ = os.Setenv(k, v)
-		}
-	}
-}

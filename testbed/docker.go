@@ -12,12 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
 )
 
-// Labels put on every container and network the testbed creates.
+// Labels put on every container, network and volume the testbed creates.
 const (
 	// LabelTestbed marks resources created by any testbed process.
 	LabelTestbed = "io.distlock.testbed"
@@ -42,20 +39,24 @@ func labels() map[string]string {
 
 var docker struct {
 	once sync.Once
-	cli  *testcontainers.DockerClient
+	cli  *engine
 	err  error
 }
 
-// dockerClient returns the process-wide Docker client, connecting on first
-// use.
-func dockerClient() (*testcontainers.DockerClient, error) {
+// dockerClient returns the process-wide Docker Engine client (see
+// newEngine), connecting on first use.
+func dockerClient() (*engine, error) {
 	docker.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		docker.cli, docker.err = testcontainers.NewDockerClientWithOpts(ctx)
-		if docker.err == nil {
-			_, docker.err = docker.cli.Ping(ctx, client.PingOptions{})
+		cli, err := newEngine(ctx)
+		if err == nil {
+			err = cli.ping(ctx)
 		}
+		if err == nil {
+			docker.cli = cli
+		}
+		docker.err = err
 	})
 	return docker.cli, docker.err
 }
@@ -85,20 +86,20 @@ func Leftovers(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := make(client.Filters).Add("label", LabelRun+"="+runID)
+	label := LabelRun + "=" + runID
 	var out []string
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	cs, err := cli.containerList(ctx, label)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	for _, c := range cs.Items {
+	for _, c := range cs {
 		out = append(out, fmt.Sprintf("container %v (%s)", c.Names, c.State))
 	}
-	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	ns, err := cli.networkList(ctx, label)
 	if err != nil {
 		return nil, fmt.Errorf("list networks: %w", err)
 	}
-	for _, n := range ns.Items {
+	for _, n := range ns {
 		out = append(out, "network "+n.Name)
 	}
 	return out, nil

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/mount"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -19,7 +18,7 @@ func TestEtcdCluster(t *testing.T) {
 	RequireDocker(t)
 	c := StartEtcd(t, 3, EtcdOptions{})
 	for _, n := range c.Nodes {
-		requireMount(t, n.Node, etcdDataDir, mount.TypeVolume)
+		requireMount(t, n.Node, etcdDataDir, mountVolume)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -5,8 +5,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"github.com/containerd/errdefs"
 )
 
 // Image says which container image runs one kind of server.
@@ -51,11 +49,11 @@ func (im Image) Resolve(t testing.TB) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	present := func(ref string) bool {
-		_, err := cli.ImageInspect(ctx, ref)
-		if err != nil && !errdefs.IsNotFound(err) {
+		ok, err := cli.imagePresent(ctx, ref)
+		if err != nil {
 			t.Fatalf("testbed: inspect image %s: %v", ref, err)
 		}
-		return err == nil
+		return ok
 	}
 	switch {
 	case present(im.Default):

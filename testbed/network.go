@@ -8,9 +8,7 @@ package testbed
 import (
 	"context"
 	"fmt"
-
-	"github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/client"
+	"net/netip"
 )
 
 // DisconnectNetwork removes the node's container from the Docker network
@@ -25,7 +23,7 @@ func (n *Node) DisconnectNetwork(ctx context.Context, nw string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cli.NetworkDisconnect(ctx, nw, client.NetworkDisconnectOptions{Container: n.ContainerID(), Force: true}); err != nil {
+	if err := cli.networkDisconnect(ctx, nw, n.id); err != nil {
 		return fmt.Errorf("testbed: disconnect %s from network %s: %w", n.name, nw, err)
 	}
 	return n.refresh(ctx)
@@ -40,11 +38,7 @@ func (n *Node) ConnectNetwork(ctx context.Context, nw string, aliases ...string)
 	if err != nil {
 		return err
 	}
-	var ep *network.EndpointSettings
-	if len(aliases) > 0 {
-		ep = &network.EndpointSettings{Aliases: aliases}
-	}
-	if _, err := cli.NetworkConnect(ctx, nw, client.NetworkConnectOptions{Container: n.ContainerID(), EndpointConfig: ep}); err != nil {
+	if err := cli.networkConnect(ctx, nw, n.id, aliases, netip.Addr{}); err != nil {
 		return fmt.Errorf("testbed: connect %s to network %s: %w", n.name, nw, err)
 	}
 	return n.refresh(ctx)

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // ErrNodeDown is returned when a node's server is addressed directly while
@@ -34,8 +31,9 @@ var routes sync.Mutex
 type Node struct {
 	t           testing.TB
 	name        string
-	ctr         *testcontainers.DockerContainer
+	id          string // Docker container ID
 	port        string // container port, e.g. "6379/tcp"
+	probe       func(ctx context.Context, addr string) error
 	beforeStart func() // resets per-process state before Start
 
 	// Guarded by routes.
@@ -58,7 +56,7 @@ type Node struct {
 func (n *Node) Name() string { return n.name }
 
 // ContainerID is the Docker ID of the node's container.
-func (n *Node) ContainerID() string { return n.ctr.GetContainerID() }
+func (n *Node) ContainerID() string { return n.id }
 
 // Addr is the host:port of the node's default client link (Link("")): a
 // Proxy whose address is stable across restarts.
@@ -126,7 +124,7 @@ func (n *Node) Kill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cli.ContainerKill(ctx, n.ContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+	if err := cli.containerKill(ctx, n.id, "KILL"); err != nil {
 		return fmt.Errorf("testbed: kill %s: %w", n.name, err)
 	}
 	n.setHostAddr("")
@@ -136,8 +134,11 @@ func (n *Node) Kill(ctx context.Context) error {
 // Stop stops the server gracefully (SIGTERM, then SIGKILL after 10s). Links
 // behave as after Kill.
 func (n *Node) Stop(ctx context.Context) error {
-	timeout := stopTimeout
-	if err := n.ctr.Stop(ctx, &timeout); err != nil {
+	cli, err := dockerClient()
+	if err != nil {
+		return err
+	}
+	if err := cli.containerStop(ctx, n.id, int(stopTimeout/time.Second)); err != nil {
 		return fmt.Errorf("testbed: stop %s: %w", n.name, err)
 	}
 	n.setHostAddr("")
@@ -152,7 +153,14 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.beforeStart != nil {
 		n.beforeStart()
 	}
-	if err := n.ctr.Start(ctx); err != nil {
+	cli, err := dockerClient()
+	if err != nil {
+		return err
+	}
+	if err := cli.containerStart(ctx, n.id); err != nil {
+		return fmt.Errorf("testbed: start %s: %w", n.name, err)
+	}
+	if err := waitReady(ctx, n.id, n.port, n.probe); err != nil {
 		return fmt.Errorf("testbed: start %s: %w", n.name, err)
 	}
 	if err := n.restorePacketFaults(ctx); err != nil {
@@ -177,7 +185,7 @@ func (n *Node) Pause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cli.ContainerPause(ctx, n.ContainerID(), client.ContainerPauseOptions{}); err != nil {
+	if err := cli.containerPause(ctx, n.id); err != nil {
 		return fmt.Errorf("testbed: pause %s: %w", n.name, err)
 	}
 	return nil
@@ -189,7 +197,7 @@ func (n *Node) Unpause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cli.ContainerUnpause(ctx, n.ContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+	if err := cli.containerUnpause(ctx, n.id); err != nil {
 		return fmt.Errorf("testbed: unpause %s: %w", n.name, err)
 	}
 	return nil
@@ -198,7 +206,7 @@ func (n *Node) Unpause(ctx context.Context) error {
 // refresh reads the container's current host port and re-points the links
 // that follow this node.
 func (n *Node) refresh(ctx context.Context) error {
-	addr, err := mappedAddr(ctx, n.ctr, n.port)
+	addr, err := mappedAddr(ctx, n.id, n.port)
 	if err != nil {
 		return fmt.Errorf("testbed: %s: %w", n.name, err)
 	}

@@ -11,14 +11,10 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/moby/moby/client"
-	tcexec "github.com/testcontainers/testcontainers-go/exec"
 )
 
 // firstPacketPort is the container port of the first PacketLink; each
@@ -215,19 +211,19 @@ func (n *Node) ips(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := cli.ContainerInspect(ctx, n.ContainerID(), client.ContainerInspectOptions{})
+	info, err := cli.containerInspect(ctx, n.id)
 	if err != nil {
 		return nil, err
 	}
 	var ips []string
-	for name, ep := range info.Container.NetworkSettings.Networks {
-		if ep == nil || !ep.IPAddress.IsValid() {
+	for name, ep := range info.NetworkSettings.Networks {
+		if ep == nil || ep.IPAddress == "" {
 			continue
 		}
 		if name == "bridge" {
-			ips = append([]string{ep.IPAddress.String()}, ips...)
+			ips = append([]string{ep.IPAddress}, ips...)
 		} else {
-			ips = append(ips, ep.IPAddress.String())
+			ips = append(ips, ep.IPAddress)
 		}
 	}
 	return ips, nil
@@ -236,10 +232,13 @@ func (n *Node) ips(ctx context.Context) ([]string, error) {
 // sh runs a shell script in the node's container and fails with its output
 // if it exits non-zero.
 func (n *Node) sh(ctx context.Context, script string) error {
-	code, out, err := n.ctr.Exec(ctx, []string{"sh", "-c", script}, tcexec.Multiplexed())
+	cli, err := dockerClient()
+	if err != nil {
+		return err
+	}
+	code, out, err := cli.containerExec(ctx, n.id, []string{"sh", "-c", script})
 	if err == nil && code != 0 {
-		b, _ := io.ReadAll(out)
-		err = fmt.Errorf("exit code %d: %s", code, strings.TrimSpace(string(b)))
+		err = fmt.Errorf("exit code %d: %s", code, strings.TrimSpace(string(out)))
 	}
 	if err != nil {
 		return fmt.Errorf("testbed: %s: %w", n.name, err)

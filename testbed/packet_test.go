@@ -3,11 +3,9 @@ package testbed
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // TestPacketLink checks the packet-level faults on real Redis servers: a
@@ -110,23 +108,23 @@ func TestPacketLinkKeepsPublishedPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "zz-distlock-peers-" + runID
-	created, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: labels()})
+	created, err := cli.networkCreate(ctx, name, false, netip.Prefix{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { // registered first: runs after the container is removed
-		_, _ = cli.NetworkRemove(context.Background(), created.ID, client.NetworkRemoveOptions{})
+		_ = cli.networkRemove(context.Background(), created)
 	})
 	r := &RedisNode{}
 	spec := redisSpec(t, r, "redis-zz", Images.Redis.Resolve(t), RedisOptions{}, "")
-	spec.network, spec.aliases = &testcontainers.DockerNetwork{ID: created.ID, Name: name}, []string{"redis-zz"}
+	spec.network, spec.aliases = &dockerNetwork{ID: created, Name: name}, []string{"redis-zz"}
 	finishRedis(t, []*RedisNode{r}, startNodes(t, []nodeSpec{spec}))
 	before := r.HostAddr()
 	l := r.PacketLink("a")
 	if got := mustDo(t, ctx, dialPacket(t, ctx, l.Addr()), "PING"); got != "PONG" {
 		t.Fatalf("through the packet link: %q", got)
 	}
-	if after, err := mappedAddr(ctx, r.ctr, r.port); err != nil || after != before {
+	if after, err := mappedAddr(ctx, r.id, r.port); err != nil || after != before {
 		t.Fatalf("published port moved from %s to %s (%v) when the client address was added", before, after, err)
 	}
 	if _, err := r.do(ctx, "PING"); err != nil {

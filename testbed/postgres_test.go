@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/moby/moby/api/types/mount"
 )
 
 // TestPostgres: a server through a link, its data surviving Kill and
@@ -14,7 +13,7 @@ import (
 func TestPostgres(t *testing.T) {
 	RequireDocker(t)
 	pg := StartPostgres(t, PostgresOptions{Args: []string{"-c", "max_locks_per_transaction=32"}})
-	requireMount(t, pg.Node, postgresDataDir, mount.TypeVolume)
+	requireMount(t, pg.Node, postgresDataDir, mountVolume)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := pgx.Connect(ctx, pg.URL("a"))

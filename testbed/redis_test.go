@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/mount"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -139,7 +138,7 @@ func TestRedisFsyncAlwaysSurvivesKill(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, time.Minute)
 	n := StartRedis(t, 1, RedisOptions{Persistence: "fsync-always"})[0]
-	requireMount(t, n.Node, redisDataDir, mount.TypeVolume)
+	requireMount(t, n.Node, redisDataDir, mountVolume)
 	c := newClient(t, n.Addr())
 	if dir, err := c.ConfigGet(ctx, "dir").Result(); err != nil || dir["dir"] != redisDataDir {
 		t.Fatalf("CONFIG GET dir: %v, %v; want the append-only file in %s", dir, err, redisDataDir)

@@ -4,15 +4,11 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/client"
 )
 
 func TestDataVolumes(t *testing.T) {
 	got := dataVolumes([]string{"/data", "/var/lib/x"}, map[string]string{"/var/lib/x": "rw"})
-	want := []mount.Mount{{Type: mount.TypeVolume, Target: "/data", VolumeOptions: &mount.VolumeOptions{Labels: labels()}}}
+	want := []mountSpec{{Type: mountVolume, Target: "/data", VolumeOptions: &volumeOptions{Labels: labels()}}}
 	if len(got) != 1 || got[0].Target != want[0].Target || got[0].Type != want[0].Type ||
 		got[0].VolumeOptions == nil || got[0].VolumeOptions.Labels[LabelTestbed] != "true" {
 		t.Fatalf("dataVolumes = %+v, want %+v (a tmpfs path gets no volume)", got, want)
@@ -26,7 +22,7 @@ func TestDataVolumes(t *testing.T) {
 // at path: the server's data is on a volume (or tmpfs), not in the
 // container's writable layer (see dataVolumes). It returns the mount's
 // name (a volume's name).
-func requireMount(t *testing.T, n *Node, path string, typ mount.Type) string {
+func requireMount(t *testing.T, n *Node, path string, typ string) string {
 	t.Helper()
 	cli, err := dockerClient()
 	if err != nil {
@@ -34,11 +30,11 @@ func requireMount(t *testing.T, n *Node, path string, typ mount.Type) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	info, err := cli.ContainerInspect(ctx, n.ContainerID(), client.ContainerInspectOptions{})
+	info, err := cli.containerInspect(ctx, n.ContainerID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range info.Container.Mounts {
+	for _, m := range info.Mounts {
 		if m.Destination == path {
 			if m.Type != typ {
 				t.Fatalf("%s: %s is a %s mount, want %s", n.Name(), path, m.Type, typ)
@@ -46,7 +42,7 @@ func requireMount(t *testing.T, n *Node, path string, typ mount.Type) string {
 			return m.Name
 		}
 	}
-	t.Fatalf("%s: nothing mounted at %s (mounts %+v): the data would live in the writable layer", n.Name(), path, info.Container.Mounts)
+	t.Fatalf("%s: nothing mounted at %s (mounts %+v): the data would live in the writable layer", n.Name(), path, info.Mounts)
 	return ""
 }
 
@@ -64,13 +60,13 @@ func TestVolumeLifetime(t *testing.T) {
 	var name string
 	t.Run("node", func(t *testing.T) {
 		n := StartRedis(t, 1, RedisOptions{})[0].Node
-		name = requireMount(t, n, redisDataDir, mount.TypeVolume)
-		v, err := cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+		name = requireMount(t, n, redisDataDir, mountVolume)
+		vl, err := cli.volumeLabels(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Volume.Labels[LabelTestbed] != "true" {
-			t.Fatalf("volume %s labels %v: no %s", name, v.Volume.Labels, LabelTestbed)
+		if vl[LabelTestbed] != "true" {
+			t.Fatalf("volume %s labels %v: no %s", name, vl, LabelTestbed)
 		}
 		if err := n.Kill(ctx); err != nil {
 			t.Fatal(err)
@@ -78,13 +74,13 @@ func TestVolumeLifetime(t *testing.T) {
 		if err := n.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := requireMount(t, n, redisDataDir, mount.TypeVolume); got != name {
+		if got := requireMount(t, n, redisDataDir, mountVolume); got != name {
 			t.Fatalf("after Kill and Start the data is on volume %s, was %s", got, name)
 		}
 	}) // the subtest's cleanup terminated the container
-	if _, err := cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
+	if _, err := cli.volumeLabels(ctx, name); err == nil {
 		t.Fatalf("volume %s outlived its container", name)
-	} else if !errdefs.IsNotFound(err) {
+	} else if !isNotFound(err) {
 		t.Fatalf("inspect volume %s: %v", name, err)
 	}
 }

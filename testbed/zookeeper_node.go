@@ -85,7 +85,7 @@ func (n *ZooKeeperNode) Start(ctx context.Context) error {
 		// under test: record what the server logged and restart it once
 		// more, which is the same fault again.
 		n.t.Logf("testbed: %s has not rejoined %v after its start (%v); restarting it again; log tail:\n%s",
-			n.name, zkRejoinTimeout, err, logTail(context.Background(), n.ctr, 40))
+			n.name, zkRejoinTimeout, err, logTail(context.Background(), n.id, 40))
 		if err = n.Node.Kill(ctx); err == nil {
 			err = n.Node.Start(ctx)
 		}
@@ -94,7 +94,7 @@ func (n *ZooKeeperNode) Start(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("testbed: %w; log tail:\n%s", err, logTail(context.Background(), n.ctr, 40))
+		return fmt.Errorf("testbed: %w; log tail:\n%s", err, logTail(context.Background(), n.id, 40))
 	}
 	return nil
 }

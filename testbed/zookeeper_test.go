@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/moby/moby/api/types/mount"
 )
 
 // zkConnect opens a go-zookeeper session on addrs, closed when t ends,
@@ -157,7 +156,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := StartZooKeeper(t, ZooKeeperOptions{})
-	requireMount(t, n.Node, "/data", mount.TypeVolume)
+	requireMount(t, n.Node, "/data", mountVolume)
 	if m, err := n.Mode(ctx); err != nil || m != "standalone" {
 		t.Fatalf("mode %q, %v", m, err)
 	}
