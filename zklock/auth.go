@@ -69,7 +69,7 @@ func (l *Locker) refused(err error) error {
 	if errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) || isRequiresAuth(err) {
 		return &authError{user: l.opts.Username, err: err}
 	}
-	if l.needAuth.Load() && l.opts.Username == "" && errors.Is(err, zk.ErrConnectionClosed) {
+	if l.needAuth.Load() && l.opts.Username == "" && (errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)) {
 		// The server closes the session of a refused request.
 		return &authError{err: fmt.Errorf("%w after the server required authentication", err)}
 	}
