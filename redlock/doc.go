@@ -169,6 +169,53 @@
 // deleted in step with the lock by every acquisition, Extend and Release,
 // which is work and risk on the acquire path for an operator's view.
 //
+// # Connections
+//
+// TLS: Options.TLS makes every connection TLS, verified as crypto/tls
+// verifies (RootCAs, nil for the system's roots; client certificates in
+// Certificates; InsecureSkipVerify only if set). The Locker clones it, and
+// where its ServerName is empty each node's host is the name its
+// certificate must carry, so one configuration serves every node.
+// Options.NodeTLS(addr), if set, gives each node its own configuration
+// instead (nil: that node is plaintext). The handshake is bounded by
+// DialTimeout; within an operation the caller waits for it only until the
+// node timeout, and a handshake still running then goes on in the
+// background, its connection, once ready, serving the node's next
+// operation.
+//
+// Authentication: Options.Username and Password send AUTH Username
+// Password (a Redis 6+ ACL user) on every new connection, or AUTH
+// Password (the default user, requirepass) without Username. AUTH goes
+// out with the connection's first request, so it costs no extra round
+// trip. Options' String and GoString, and the Locker's, never print the
+// password.
+//
+// By URL: redlock://user:password@h1,h2,h3?tls=true&tls_ca=ca.pem (and
+// tls_cert, tls_key, tls_server_name, tls_insecure_skip_verify): one TLS
+// setting for all nodes; per-node settings need Options.NodeTLS. The
+// tls_ files are read by distlock.Open, whose errors (unreadable file,
+// certificate without key) match distlock.ErrInvalidArgument.
+//
+// Errors: the Locker connects on first use, so a misconfiguration is the
+// error of the first operation (for TryAcquire, at once; a blocking
+// Acquire keeps trying until its context ends and keeps the last error).
+// Each node that fails counts as unavailable, so the *QuorumError
+// matches distlock.ErrUnavailable and names, per node: "authentication as
+// user "alice" failed: WRONGPASS ..." (a wrong password and an unknown
+// user look the same: Redis does not say which), "the server requires
+// authentication (NOAUTH ...)", "TLS: server certificate not accepted
+// (... unknown authority / certificate is valid for ..., not ...)", "TLS:
+// refused by the server ... check the client certificate", and, for a
+// plaintext client against a TLS server (it closes the connection) or a
+// TLS client against a plaintext one (it does not answer the handshake),
+// a message saying that the TLS settings may not match the server. No
+// error contains the password.
+//
+// Not supported: credentials per node (Username and Password are the
+// same for all: give each node the same ACL user), a scheme that implies
+// TLS (the URL says tls=true or gives a tls_ parameter), and HELLO/RESP3:
+// the Locker speaks RESP2 and authenticates with AUTH.
+//
 // # URL
 //
 // Importing this package registers the scheme "redlock" with
@@ -176,6 +223,8 @@
 // [/db][?params], where a missing port is 6379 (either every host names
 // its port or the last one does). Parameters: ttl, autoextend, retry_min, retry_max
 // (every backend's), node_timeout, drift_factor, drift_fixed,
-// dial_timeout, prefix, poll_interval and allow_eviction (see Options).
-// Unknown parameters are rejected.
+// dial_timeout, prefix, poll_interval and allow_eviction (see Options),
+// and the TLS parameters tls, tls_ca, tls_cert, tls_key, tls_server_name
+// and tls_insecure_skip_verify (see Connections). Unknown parameters are
+// rejected.
 package redlock

@@ -365,3 +365,34 @@ func (c *tlsCluster) testTLSHandshakeInBackground(t *testing.T) {
 		}
 	}
 }
+
+// Options and the Locker print no password under any verb; a URL with a
+// TLS parameter turns TLS on for every node, and without one it is off.
+func TestTLSOptionsPrintNoSecret(t *testing.T) {
+	opts := redlock.Options{Username: "alice", Password: tlsPassword, TLS: &tls.Config{}}
+	for _, s := range []string{fmt.Sprintf("%v|%+v|%#v|%s", opts, opts, opts, opts), fmt.Sprintf("%v|%+v|%#v", &opts, &opts, &opts)} {
+		noSecret(t, "fmt of Options", s)
+		if strings.Count(s, "REDACTED") < 3 || !strings.Contains(s, "alice") {
+			t.Fatalf("fmt of Options does not show the redacted password and the user: %s", s)
+		}
+	}
+	if s := fmt.Sprintf("%#v", opts); !strings.HasPrefix(s, "redlock.Options{") {
+		t.Fatalf("GoString %s", s)
+	}
+	for u, tlsOn := range map[string]bool{
+		"redlock://alice:" + tlsPassword + "@h1,h2,h3?tls=true":              true,
+		"redlock://alice:" + tlsPassword + "@h1,h2,h3?tls_server_name=redis": true,
+		"redlock://alice:" + tlsPassword + "@h1,h2,h3":                       false,
+	} {
+		l, err := distlock.Open(context.Background(), u)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		s := fmt.Sprintf("%v|%+v|%#v", l, l, l)
+		_ = l.Close()
+		noSecret(t, "fmt of the Locker", s)
+		if got := strings.Count(s, " tls"); (got == 9) != tlsOn || !strings.Contains(s, `user "alice"`) || !strings.Contains(s, "password set") {
+			t.Fatalf("%s: %s", strings.ReplaceAll(u, tlsPassword, "x"), s)
+		}
+	}
+}
