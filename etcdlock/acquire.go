@@ -21,8 +21,9 @@ import (
 // lease the call waits under ends before the lock is granted (it expired
 // because the caller was cut off from the cluster for a TTL, or it was
 // revoked), it returns an error matching ErrSessionExpired (and
-// distlock.ErrUnavailable) at once, and so it does with ErrAuthFailed,
-// ErrPermissionDenied or ErrTLS, which no retry fixes. Either way its entry is deleted. An
+// distlock.ErrUnavailable) at once, and so it does with
+// distlock.ErrAccessDenied or distlock.ErrTLS, which no retry fixes.
+// Either way its entry is deleted. An
 // empty key, a key longer than MaxKeyLen or an invalid option returns an
 // error matching distlock.ErrInvalidArgument, before any request.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Option) (distlock.Lease, error) {

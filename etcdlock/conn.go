@@ -18,36 +18,15 @@ import (
 // Options.DialTimeout is 0.
 const DefaultDialTimeout = 5 * time.Second
 
-var (
-	// ErrAuthFailed: the cluster refused the credentials (wrong user name
-	// or password), or wants credentials the Locker was not given. No
-	// retry fixes it. It matches distlock.ErrUnavailable.
-	ErrAuthFailed = fmt.Errorf("%w: etcdlock: authentication failed", distlock.ErrUnavailable)
-
-	// ErrPermissionDenied: the user may not read or write the lock's keys
-	// (its roles grant no readwrite permission on Options.Prefix). No
-	// retry fixes it: the call returns it at once. It matches
-	// distlock.ErrUnavailable, as the cluster refuses service to this
-	// client, rather than distlock.ErrInvalidArgument, since the key and
-	// options are valid and the fix is a grant on the server.
-	ErrPermissionDenied = fmt.Errorf("%w: etcdlock: permission denied", distlock.ErrUnavailable)
-
-	// ErrTLS: no TLS connection could be made because the TLS settings
-	// do not match the server's: a server certificate the client does not
-	// trust or that does not name the host, a client certificate the
-	// server refuses or does not get, or TLS on one side only. No retry
-	// fixes it. It matches distlock.ErrUnavailable.
-	ErrTLS = fmt.Errorf("%w: etcdlock: TLS", distlock.ErrUnavailable)
-)
-
 // Dial returns a Locker over a client of its own for the cluster's
 // endpoints ("host:port", or URLs "https://host:port"), which the Locker
 // closes at Close. The client uses opts.TLS (cloned; nil: plaintext,
 // unless an endpoint is an https URL, then the system's roots) and, if
 // opts.Password is set, authenticates as opts.Username at once, bounded
 // by opts.DialTimeout and ctx's deadline, so that a wrong password is
-// Dial's error (ErrAuthFailed). Without credentials Dial does no I/O and
-// a TLS mismatch is the first call's error (ErrTLS, after one try).
+// Dial's error (distlock.ErrAccessDenied). Without credentials Dial does
+// no I/O and a TLS mismatch is the first call's error (distlock.ErrTLS,
+// after one try).
 // Invalid options or no endpoints return an error matching
 // distlock.ErrInvalidArgument; an unreachable cluster when
 // authenticating, distlock.ErrUnavailable.
@@ -128,8 +107,9 @@ func (l *Locker) refused(ctx context.Context, err error) error {
 // work, and failures are no longer diagnosed.
 func (l *Locker) succeeded() { l.connected.Store(true) }
 
-// refusal classifies err: for a failure no retry can fix (ErrAuthFailed,
-// ErrPermissionDenied, ErrTLS) it returns a one-line error naming the
+// refusal classifies err: for a failure no retry can fix (matching
+// distlock.ErrAccessDenied or distlock.ErrTLS) it returns a one-line
+// error naming the
 // user (never the password) and what to check; otherwise nil. It
 // recognizes etcd's errors and the connection errors gRPC reports
 // (through a failed call, or the last one when a call timed out waiting
@@ -138,7 +118,7 @@ func refusal(err error, user, prefix string) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, ErrAuthFailed) || errors.Is(err, ErrPermissionDenied) || errors.Is(err, ErrTLS) {
+	if isRefusal(err) {
 		return err
 	}
 	who := fmt.Sprintf("user %q", user)
@@ -147,23 +127,23 @@ func refusal(err error, user, prefix string) error {
 	}
 	switch {
 	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrGRPCAuthFailed):
-		return fmt.Errorf("%w for user %q: wrong user name or password", ErrAuthFailed, user)
+		return fmt.Errorf("%w: etcdlock: authentication failed for user %q: wrong user name or password", distlock.ErrAccessDenied, user)
 	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrGRPCUserEmpty):
-		return fmt.Errorf("%w: the cluster has authentication enabled; give a user name and password", ErrAuthFailed)
+		return fmt.Errorf("%w: etcdlock: authentication failed: the cluster has authentication enabled; give a user name and password", distlock.ErrAccessDenied)
 	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrGRPCPermissionDenied):
-		return fmt.Errorf("%w: %s may not read and write keys under the prefix %q: grant its role readwrite on that prefix", ErrPermissionDenied, who, prefix)
+		return fmt.Errorf("%w: etcdlock: permission denied: %s may not read and write keys under the prefix %q: grant its role readwrite on that prefix", distlock.ErrAccessDenied, who, prefix)
 	}
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "x509:"), strings.Contains(msg, "tls: failed to verify"):
-		return fmt.Errorf("%w: server certificate rejected (check the CA the client trusts and the host name the certificate names): %s", ErrTLS, cause(msg))
+		return fmt.Errorf("%w: etcdlock: server certificate rejected (check the CA the client trusts and the host name the certificate names): %s", distlock.ErrTLS, cause(msg))
 	case strings.Contains(msg, "first record does not look like a TLS handshake"):
-		return fmt.Errorf("%w: the server does not speak TLS: TLS settings may not match the server (drop TLS, or serve https client URLs): %s", ErrTLS, cause(msg))
+		return fmt.Errorf("%w: etcdlock: the server does not speak TLS: TLS settings may not match the server (drop TLS, or serve https client URLs): %s", distlock.ErrTLS, cause(msg))
 	case strings.Contains(msg, "remote error: tls:"):
-		return fmt.Errorf("%w: the server refused the TLS handshake (a client certificate it requires or trusts?): %s", ErrTLS, cause(msg))
+		return fmt.Errorf("%w: etcdlock: the server refused the TLS handshake (a client certificate it requires or trusts?): %s", distlock.ErrTLS, cause(msg))
 	case strings.Contains(msg, "server preface"), strings.Contains(msg, "frame too large"),
 		strings.Contains(msg, "HTTP/1.") && strings.Contains(msg, "malformed"):
-		return fmt.Errorf("%w: the server did not answer as plaintext gRPC: TLS settings may not match the server (it may require TLS: set TLS, or tls_ca in the URL): %s", ErrTLS, cause(msg))
+		return fmt.Errorf("%w: etcdlock: the server did not answer as plaintext gRPC: TLS settings may not match the server (it may require TLS: set TLS, or tls_ca in the URL): %s", distlock.ErrTLS, cause(msg))
 	}
 	return nil
 }
@@ -181,5 +161,5 @@ func cause(msg string) string {
 
 // isRefusal reports whether err is one no retry fixes (see refusal).
 func isRefusal(err error) bool {
-	return errors.Is(err, ErrAuthFailed) || errors.Is(err, ErrPermissionDenied) || errors.Is(err, ErrTLS)
+	return errors.Is(err, distlock.ErrAccessDenied) || errors.Is(err, distlock.ErrTLS)
 }

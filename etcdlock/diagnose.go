@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/distlock/distlock"
 )
 
 // The etcd client reports a connection it cannot make only as a request
@@ -21,8 +23,9 @@ import (
 // Locker's first request succeeds, a request that times out or finds no
 // connection is followed by a diagnosis: one short probe per endpoint,
 // speaking TLS or plaintext HTTP/2 as the client does, which recognizes
-// TLS settings that do not match the server's (see ErrTLS). Once a request
-// has succeeded, the settings work and failures are the cluster's.
+// TLS settings that do not match the server's (see distlock.ErrTLS).
+// Once a request has succeeded, the settings work and failures are the
+// cluster's.
 
 // diagnoseTimeout bounds a whole diagnosis.
 const diagnoseTimeout = 2 * time.Second
@@ -46,7 +49,7 @@ func connectionFailed(err error) bool {
 
 // diagnose probes endpoints with the client's TLS configuration cfg (nil:
 // plaintext, unless the endpoint is an https URL) within ctx and
-// diagnoseTimeout, and returns an error matching ErrTLS for the first
+// diagnoseTimeout, and returns an error matching distlock.ErrTLS for the first
 // mismatch it recognizes, or nil.
 func diagnose(ctx context.Context, endpoints []string, cfg *tls.Config) error {
 	if ctx.Err() != nil {
@@ -97,15 +100,15 @@ func probeTLS(ctx context.Context, addr string, cfg *tls.Config) error {
 		msg := err.Error()
 		switch {
 		case errors.As(err, &cv), strings.Contains(msg, "x509:"):
-			return fmt.Errorf("%w: server certificate rejected (check the CA the client trusts and the host name the certificate names): %v", ErrTLS, err)
+			return fmt.Errorf("%w: etcdlock: server certificate rejected (check the CA the client trusts and the host name the certificate names): %v", distlock.ErrTLS, err)
 		case errors.As(err, &rh):
-			return fmt.Errorf("%w: the server does not speak TLS: TLS settings may not match the server (drop TLS, or serve https client URLs)", ErrTLS)
+			return fmt.Errorf("%w: etcdlock: the server does not speak TLS: TLS settings may not match the server (drop TLS, or serve https client URLs)", distlock.ErrTLS)
 		case strings.Contains(msg, "remote error: tls:"):
-			return fmt.Errorf("%w: the server refused the TLS handshake (a client certificate it requires or trusts?): %v", ErrTLS, err)
+			return fmt.Errorf("%w: etcdlock: the server refused the TLS handshake (a client certificate it requires or trusts?): %v", distlock.ErrTLS, err)
 		case errors.Is(err, io.EOF) || strings.Contains(msg, "connection reset"):
 			// Closed during the handshake: a plaintext server does that.
 			if answersPlainGRPC(ctx, addr) {
-				return fmt.Errorf("%w: the server does not speak TLS: TLS settings may not match the server (drop TLS, or serve https client URLs)", ErrTLS)
+				return fmt.Errorf("%w: etcdlock: the server does not speak TLS: TLS settings may not match the server (drop TLS, or serve https client URLs)", distlock.ErrTLS)
 			}
 		}
 		return nil
@@ -113,7 +116,7 @@ func probeTLS(ctx context.Context, addr string, cfg *tls.Config) error {
 	defer conn.Close()
 	_, err = exchangePreface(ctx, conn)
 	if err != nil && strings.Contains(err.Error(), "remote error: tls:") {
-		return fmt.Errorf("%w: the server refused the TLS handshake (a client certificate it requires or trusts?): %v", ErrTLS, err)
+		return fmt.Errorf("%w: etcdlock: the server refused the TLS handshake (a client certificate it requires or trusts?): %v", distlock.ErrTLS, err)
 	}
 	return nil
 }
@@ -129,7 +132,7 @@ func probePlain(ctx context.Context, addr string) error {
 	}
 	reply, err := exchangePreface(ctx, conn)
 	_ = conn.Close()
-	wantsTLS := fmt.Errorf("%w: the server did not answer as plaintext gRPC and speaks TLS: TLS settings may not match the server (set TLS, or tls_ca in the URL)", ErrTLS)
+	wantsTLS := fmt.Errorf("%w: etcdlock: the server did not answer as plaintext gRPC and speaks TLS: TLS settings may not match the server (set TLS, or tls_ca in the URL)", distlock.ErrTLS)
 	switch {
 	case len(reply) >= 9 && reply[3] == 0x4: // a SETTINGS frame: plaintext gRPC
 		return nil

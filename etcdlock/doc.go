@@ -138,15 +138,18 @@
 //
 // With a password, Dial (and so Open) authenticates at once, bounded by
 // DialTimeout (default 5 s) and ctx's deadline: a wrong password is its
-// error, ErrAuthFailed ("authentication failed for user ..."). Otherwise
-// the client connects lazily and a problem shows at the first call. The
-// user needs readwrite permission on the keys under Options.Prefix (a role
-// granted the range [Prefix, prefix end)); without it a call fails at once
-// with ErrPermissionDenied, naming the user and the prefix. It matches
-// distlock.ErrUnavailable, as the other refusals do, rather than
-// ErrInvalidArgument: the key and options are valid, the fix is a grant on
-// the server, and the same URL works once it is made. A client without
-// credentials of a cluster with authentication gets ErrAuthFailed.
+// error, matching distlock.ErrAccessDenied ("etcdlock: authentication
+// failed for user ..."). Otherwise the client connects lazily and a
+// problem shows at the first call. The user needs readwrite permission on
+// the keys under Options.Prefix (a role granted the range [Prefix, prefix
+// end)); without it a call fails at once with distlock.ErrAccessDenied
+// ("etcdlock: permission denied: ..."), naming the user and the prefix.
+// It matches distlock.ErrUnavailable, as the other refusals do, rather
+// than ErrInvalidArgument: the key and options are valid, the fix is a
+// grant on the server, and the same URL works once it is made. A client
+// without credentials of a cluster with authentication gets
+// distlock.ErrAccessDenied too ("... the cluster has authentication
+// enabled").
 //
 // The etcd client reports a connection it cannot make (an untrusted or
 // mismatched server certificate, a client certificate the server refuses,
@@ -154,16 +157,17 @@
 // retrying. So until a Locker made by Dial (or a URL) has had a request
 // succeed, a try that times out or finds no connection is followed by a
 // probe of the endpoints (a TLS handshake or a plaintext HTTP/2 preface,
-// at most 2 s) that names the mismatch, as ErrTLS: for example "server
-// certificate rejected ...: x509: certificate signed by unknown authority",
-// or "the server did not answer as plaintext gRPC and speaks TLS: TLS
-// settings may not match the server". ErrAuthFailed, ErrPermissionDenied
-// and ErrTLS end the call at once (no retry fixes them: Acquire does not
-// wait for its context) and match distlock.ErrUnavailable. Errors never
-// contain the password, and Options' String and GoString redact it. A
-// Locker over a client of your own (New) recognizes etcd's authentication
-// and permission errors but not TLS mismatches, which stay timeouts: it
-// cannot see that client's TLS configuration.
+// at most 2 s) that names the mismatch, as distlock.ErrTLS: for example
+// "etcdlock: server certificate rejected ...: x509: certificate signed by
+// unknown authority", or "etcdlock: the server did not answer as plaintext
+// gRPC and speaks TLS: TLS settings may not match the server".
+// distlock.ErrAccessDenied and distlock.ErrTLS end the call at once (no
+// retry fixes them: Acquire does not wait for its context) and match
+// distlock.ErrUnavailable. Errors never contain the password, and Options'
+// String and GoString redact it. A Locker over a client of your own (New)
+// recognizes etcd's authentication and permission errors but not TLS
+// mismatches, which stay timeouts: it cannot see that client's TLS
+// configuration.
 //
 // # URL
 //

@@ -151,9 +151,7 @@ func TestEtcdTLSAuthLockCycle(t *testing.T) {
 	}
 	bad := strings.Replace(u, lockPass, lockPass+"-wrong", 1)
 	_, err = distlock.Open(ctx, bad)
-	if !errors.Is(err, etcdlock.ErrAuthFailed) || !errors.Is(err, distlock.ErrUnavailable) {
-		t.Fatalf("Open with a wrong password: %v, want ErrAuthFailed", err)
-	}
+	wantRefusal(t, err, distlock.ErrAccessDenied, "etcdlock: authentication failed", `"locker"`)
 	noSecret(t, err)
 }
 
@@ -167,7 +165,7 @@ func TestAuthEtcdRefusals(t *testing.T) {
 
 	start := time.Now()
 	_, err := c.dial(t, "a", etcdlock.Options{Prefix: "locks/", TLS: tlsOK, Username: lockUser, Password: "wrong-" + lockPass})
-	wantRefusal(t, err, etcdlock.ErrAuthFailed, "authentication failed", `"locker"`, "wrong user name or password")
+	wantRefusal(t, err, distlock.ErrAccessDenied, "etcdlock: authentication failed", `"locker"`, "wrong user name or password")
 	noSecret(t, err)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("wrong password took %v", took)
@@ -181,10 +179,10 @@ func TestAuthEtcdRefusals(t *testing.T) {
 	defer cancel()
 	start = time.Now()
 	_, err = nobody.Acquire(ctx, "k")
-	wantRefusal(t, err, etcdlock.ErrPermissionDenied, "permission denied", `"nobody"`, `"locks/"`)
+	wantRefusal(t, err, distlock.ErrAccessDenied, "etcdlock: permission denied", `"nobody"`, `"locks/"`)
 	noSecret(t, err)
 	_, err = nobody.TryAcquire(ctx, "k")
-	wantRefusal(t, err, etcdlock.ErrPermissionDenied, "permission denied")
+	wantRefusal(t, err, distlock.ErrAccessDenied, "etcdlock: permission denied")
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("permission denied took %v", took)
 	}
@@ -195,7 +193,7 @@ func TestAuthEtcdRefusals(t *testing.T) {
 	}
 	start = time.Now()
 	_, err = anon.Acquire(ctx, "k")
-	wantRefusal(t, err, etcdlock.ErrAuthFailed, "authentication enabled")
+	wantRefusal(t, err, distlock.ErrAccessDenied, "etcdlock: authentication failed", "authentication enabled")
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("no credentials took %v", took)
 	}
@@ -203,7 +201,7 @@ func TestAuthEtcdRefusals(t *testing.T) {
 
 // TestEtcdTLSMismatch: a client that does not trust the server's
 // certificate, one without a client certificate the server requires, and
-// a plaintext client of a TLS server fail with ErrTLS naming the problem,
+// a plaintext client of a TLS server fail with distlock.ErrTLS naming the problem,
 // within the dial timeout when they authenticate at Dial and at the first
 // call's first try otherwise.
 func TestEtcdTLSMismatch(t *testing.T) {
@@ -225,7 +223,7 @@ func TestEtcdTLSMismatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := c.dial(t, "a", etcdlock.Options{Prefix: "locks/", TLS: tc.tls, Username: lockUser, Password: lockPass, DialTimeout: 2 * time.Second})
-			wantRefusal(t, err, etcdlock.ErrTLS, tc.words...)
+			wantRefusal(t, err, distlock.ErrTLS, append([]string{"etcdlock: "}, tc.words...)...)
 			noSecret(t, err)
 			if took := time.Since(start); took > 5*time.Second {
 				t.Fatalf("Dial took %v", took)
@@ -238,7 +236,7 @@ func TestEtcdTLSMismatch(t *testing.T) {
 			defer cancel()
 			start = time.Now()
 			_, err = l.Acquire(ctx, "k")
-			wantRefusal(t, err, etcdlock.ErrTLS, tc.words...)
+			wantRefusal(t, err, distlock.ErrTLS, append([]string{"etcdlock: "}, tc.words...)...)
 			if took := time.Since(start); took > 5*time.Second {
 				t.Fatalf("Acquire took %v", took)
 			}
@@ -247,7 +245,7 @@ func TestEtcdTLSMismatch(t *testing.T) {
 }
 
 // TestEtcdTLSClientPlaintextServer: a TLS client of a plaintext member
-// fails with ErrTLS saying the server does not speak TLS.
+// fails with distlock.ErrTLS saying the server does not speak TLS.
 func TestEtcdTLSClientPlaintextServer(t *testing.T) {
 	c := startMember(t)
 	ca := testbed.NewCA(t)
@@ -260,18 +258,23 @@ func TestEtcdTLSClientPlaintextServer(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err = l.TryAcquire(ctx, "k")
-	wantRefusal(t, err, etcdlock.ErrTLS, "does not speak TLS")
+	wantRefusal(t, err, distlock.ErrTLS, "etcdlock: ", "does not speak TLS")
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("TryAcquire took %v", took)
 	}
 }
 
-// wantRefusal fails the test unless err matches sentinel and
+// wantRefusal fails the test unless err matches sentinel
+// (distlock.ErrAccessDenied or distlock.ErrTLS, not the other) and
 // distlock.ErrUnavailable, is one line, and contains every word.
 func wantRefusal(t *testing.T, err, sentinel error, words ...string) {
 	t.Helper()
-	if !errors.Is(err, sentinel) || !errors.Is(err, distlock.ErrUnavailable) {
-		t.Fatalf("error %v, want %v and ErrUnavailable", err, sentinel)
+	other := distlock.ErrTLS
+	if sentinel == distlock.ErrTLS {
+		other = distlock.ErrAccessDenied
+	}
+	if !errors.Is(err, sentinel) || !errors.Is(err, distlock.ErrUnavailable) || errors.Is(err, other) {
+		t.Fatalf("error %v, want %v (not %v) and ErrUnavailable", err, sentinel, other)
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "\n") {
