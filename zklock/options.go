@@ -52,7 +52,9 @@ type Options struct {
 	Lock distlock.Options
 
 	// Prefix is the ZooKeeper path under which lock nodes live (see the
-	// package documentation): absolute, at most MaxPrefixLen bytes.
+	// package documentation): absolute, at most MaxPrefixLen bytes, valid
+	// UTF-8 without the characters ZooKeeper refuses in paths (control
+	// characters, U+007F-U+009F, U+D800-U+F8FF, U+FFF0 and above).
 	// Default DefaultPrefix ("/distlock").
 	Prefix string
 

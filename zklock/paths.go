@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/distlock/distlock"
 )
@@ -77,7 +78,8 @@ func checkKey(key string) error {
 }
 
 // checkPrefix validates a prefix: absolute, at most MaxPrefixLen bytes, no
-// trailing slash, no empty, "." or ".." components. "" means
+// trailing slash, no empty, "." or ".." components, valid UTF-8 of the
+// characters ZooKeeper accepts in a path (zkPathRune). "" means
 // DefaultPrefix.
 func checkPrefix(p string) (string, error) {
 	if p == "" {
@@ -95,7 +97,27 @@ func checkPrefix(p string) (string, error) {
 			return "", fmt.Errorf("%w: zklock: prefix %q has a %q component", distlock.ErrInvalidArgument, p, c)
 		}
 	}
+	if !utf8.ValidString(p) {
+		return "", fmt.Errorf("%w: zklock: prefix %q is not valid UTF-8, which ZooKeeper paths must be", distlock.ErrInvalidArgument, p)
+	}
+	for _, r := range p {
+		if !zkPathRune(r) {
+			return "", fmt.Errorf("%w: zklock: prefix %q has the character %U, which ZooKeeper refuses in a path", distlock.ErrInvalidArgument, p, r)
+		}
+	}
 	return p, nil
+}
+
+// zkPathRune reports whether ZooKeeper's server accepts r in a path: its
+// check (PathUtils.validatePath) refuses control characters, U+007F to
+// U+009F, U+D800 to U+F8FF, U+FFF0 to U+FFFF and, as it checks UTF-16
+// code units, every character above U+FFFF (a surrogate pair).
+func zkPathRune(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f, r >= 0xd800 && r <= 0xf8ff, r >= 0xfff0:
+		return false
+	}
+	return true
 }
 
 // ancestors returns the paths from the first component of p down to p:
