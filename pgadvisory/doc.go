@@ -112,16 +112,17 @@
 //
 // Connections are made lazily, by the first acquisition and as the pool
 // needs them, so a connection problem is that call's error. A wrong
-// password (SQLSTATE 28P01) or a pg_hba.conf line that rejects the user is
-// ErrAuthFailed ("authentication failed for user ..."); a server
-// certificate the client does not trust or that does not name the host
-// ("server certificate rejected ...: x509: ..."), TLS asked of a server
-// with ssl=off, a client certificate the server refuses, and a plaintext
-// connection where pg_hba.conf admits the user only over TLS (hostssl:
-// "the server accepts user ... only over TLS: TLS settings may not match
-// the server") are ErrTLS. Both match distlock.ErrUnavailable, are one
-// line, and end the call at once: Acquire does not retry them until its
-// context ends. Errors name the user and database, never the password
+// password (SQLSTATE 28P01) or a pg_hba.conf line that rejects the user
+// matches distlock.ErrAccessDenied ("pgadvisory: authentication failed
+// for user ..."); a server certificate the client does not trust or that
+// does not name the host ("pgadvisory: server certificate rejected ...:
+// x509: ..."), TLS asked of a server with ssl=off, a client certificate
+// the server refuses, and a plaintext connection where pg_hba.conf admits
+// the user only over TLS (hostssl: "pgadvisory: the server accepts user
+// ... only over TLS: TLS settings may not match the server") match
+// distlock.ErrTLS. Both match distlock.ErrUnavailable, are one line, and
+// end the call at once: Acquire does not retry them until its context
+// ends. Errors name the user and database, never the password
 // (pgx does not print it, and URL errors are redacted).
 //
 // # URL

@@ -147,7 +147,8 @@ func TestPostgresTLSVerifyFull(t *testing.T) {
 // TestPostgresTLSRefusals: verify-full against a CA that did not sign the
 // server's certificate, a wrong password, and sslmode=disable for a user
 // the server accepts over TLS only each end a blocking Acquire at once
-// with a one-line error matching ErrUnavailable that names the problem
+// with a one-line error matching distlock.ErrTLS or ErrAccessDenied (and
+// so ErrUnavailable) that names the problem
 // (and the user), never the password.
 func TestPostgresTLSRefusals(t *testing.T) {
 	s := startTLSServer(t)
@@ -159,11 +160,11 @@ func TestPostgresTLSRefusals(t *testing.T) {
 		words    []string
 	}{
 		{"untrusted CA", s.url(tlsPass, "127.0.0.1", "sslmode=verify-full&sslrootcert="+other),
-			pgadvisory.ErrTLS, []string{"server certificate rejected", "x509"}},
+			distlock.ErrTLS, []string{"pgadvisory: server certificate rejected", "x509"}},
 		{"wrong password", s.url(tlsPass+"-wrong", "127.0.0.1", "sslmode=verify-full&sslrootcert="+s.caFile),
-			pgadvisory.ErrAuthFailed, []string{"authentication failed", `"locker"`}},
+			distlock.ErrAccessDenied, []string{"pgadvisory: authentication failed", `"locker"`}},
 		{"plaintext", s.url(tlsPass, "127.0.0.1", "sslmode=disable"),
-			pgadvisory.ErrTLS, []string{"only over TLS", "TLS settings may not match the server"}},
+			distlock.ErrTLS, []string{"pgadvisory: the server accepts user", "only over TLS", "TLS settings may not match the server"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,8 +173,12 @@ func TestPostgresTLSRefusals(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			_, err := l.Acquire(ctx, "k")
-			if !errors.Is(err, tc.sentinel) || !errors.Is(err, distlock.ErrUnavailable) {
-				t.Fatalf("Acquire: %v, want %v", err, tc.sentinel)
+			other := distlock.ErrTLS
+			if tc.sentinel == distlock.ErrTLS {
+				other = distlock.ErrAccessDenied
+			}
+			if !errors.Is(err, tc.sentinel) || !errors.Is(err, distlock.ErrUnavailable) || errors.Is(err, other) {
+				t.Fatalf("Acquire: %v, want %v (not %v)", err, tc.sentinel, other)
 			}
 			if took := time.Since(start); took > 10*time.Second {
 				t.Fatalf("Acquire took %v", took)
