@@ -60,8 +60,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...distlock.Op
 // delay in [RetryMin, RetryMax] once a session is up; a *SessionError (the
 // session ended while queued, or while the create of the node was in
 // flight, so that it may have been queued), an authorization failure
-// (ErrNotAuthorized) and distlock.ErrClosed are returned at once. When ctx
-// ends, the error matches distlock.ErrNotAcquired, ctx.Err() and, for a
+// (distlock.ErrAccessDenied) and distlock.ErrClosed are returned at
+// once. When ctx ends, the error matches distlock.ErrNotAcquired, ctx.Err() and, for a
 // context given a cause (context.WithCancelCause, WithTimeoutCause),
 // context.Cause(ctx), and keeps the last backend error. An empty key or
 // one longer than MaxKeyLen returns an error matching
@@ -84,7 +84,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...distlock.Optio
 			return ls, nil
 		case ctx.Err() != nil:
 			return nil, notAcquired(ctx, err, last)
-		case errors.As(err, &se), !errors.Is(err, distlock.ErrUnavailable), errors.Is(err, ErrNotAuthorized):
+		case errors.As(err, &se), !errors.Is(err, distlock.ErrUnavailable), errors.Is(err, distlock.ErrAccessDenied):
 			return nil, err
 		}
 		last = err

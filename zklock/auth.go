@@ -10,13 +10,6 @@ import (
 	"github.com/distlock/distlock"
 )
 
-// ErrNotAuthorized is matched (with distlock.ErrUnavailable) by the error
-// of a request a node's ACL refused (ZooKeeper's NoAuth) or a server
-// refused the credentials of (AuthFailed): a wrong password, a node
-// another user created, or no credentials where the server requires
-// them. Acquire returns it at once instead of retrying.
-var ErrNotAuthorized = errors.New("zklock: not authorized")
-
 // DefaultACL is the ACL a Locker with credentials puts on the nodes it
 // creates: every permission to the digest user (zk.DigestACL: the server
 // keeps the user and a SHA-1 of "user:password"), and read to everyone,
@@ -26,8 +19,11 @@ func DefaultACL(username, password string) []zk.ACL {
 	return append(zk.DigestACL(zk.PermAll, username, password), zk.WorldACL(zk.PermRead)...)
 }
 
-// authError is a request refused for want of authorization: it names the
-// user (never the password) and what to check.
+// authError is a request refused for want of authorization, a node's ACL
+// (ZooKeeper's NoAuth) or the server refusing the credentials
+// (AuthFailed, or no credentials where the server requires them): it
+// names the user (never the password) and what to check, and matches
+// distlock.ErrAccessDenied (and so distlock.ErrUnavailable).
 type authError struct {
 	user string
 	err  error // zk.ErrNoAuth, zk.ErrAuthFailed or the server's error
@@ -45,7 +41,7 @@ func (e *authError) Error() string {
 }
 
 func (e *authError) Unwrap() []error {
-	return []error{distlock.ErrUnavailable, ErrNotAuthorized, e.err}
+	return []error{distlock.ErrAccessDenied, e.err}
 }
 
 // errSessionRequiresAuth is how go-zookeeper reports ZooKeeper's

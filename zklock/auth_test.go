@@ -101,8 +101,8 @@ func wantNotAuthorized(t testing.TB, what, user string, err error, took time.Dur
 	t.Helper()
 	t.Logf("%s: %v", what, err)
 	noSecret(t, what, err)
-	if !errors.Is(err, distlock.ErrUnavailable) || !errors.Is(err, zklock.ErrNotAuthorized) {
-		t.Fatalf("%s: %v, want ErrUnavailable and ErrNotAuthorized", what, err)
+	if !errors.Is(err, distlock.ErrUnavailable) || !errors.Is(err, distlock.ErrAccessDenied) {
+		t.Fatalf("%s: %v, want ErrUnavailable and ErrAccessDenied", what, err)
 	}
 	if user != "" && !strings.Contains(err.Error(), fmt.Sprintf("%q", user)) {
 		t.Errorf("%s: the error does not name user %q: %v", what, user, err)
@@ -119,8 +119,8 @@ func wantNotAuthorized(t testing.TB, what, user string, err error, took time.Dur
 // (the user's digest with every permission, read to the world) on the
 // lock's parent and lock node; another user can read them (Inspect works)
 // but not delete, change or add to them (NoAuth), nor take the lock or
-// force it released (ErrNotAuthorized, at once, naming the user, without
-// the password); the holder releases as usual, and another Locker of the
+// force it released (distlock.ErrAccessDenied, at once, naming the
+// user, without the password); the holder releases as usual, and another Locker of the
 // same user can force-release it.
 func TestAuthACL(t *testing.T) {
 	s := startAuthServer(t, testbed.ZooKeeperOptions{})
@@ -209,7 +209,7 @@ func TestAuthACL(t *testing.T) {
 // TestAuthWrongPassword: ZooKeeper accepts any digest credentials, so a
 // wrong password shows when a node's ACL refuses the identity it makes:
 // Acquire of a lock whose parent the right user made fails at once with
-// ErrUnavailable and ErrNotAuthorized, naming the user and not the
+// ErrUnavailable and distlock.ErrAccessDenied, naming the user and not the
 // password. A server that requires authentication refuses a Locker
 // without credentials the same way, and serves one with them.
 func TestAuthWrongPassword(t *testing.T) {
@@ -266,7 +266,7 @@ func TestAuthAfterReconnect(t *testing.T) {
 	for {
 		// The first attempts may meet the reset connection.
 		_, err = l.TryAcquire(ctxTry, key, distlock.WithTTL(ttl))
-		if !errors.Is(err, distlock.ErrUnavailable) || errors.Is(err, zklock.ErrNotAuthorized) || ctxTry.Err() != nil {
+		if !errors.Is(err, distlock.ErrUnavailable) || errors.Is(err, distlock.ErrAccessDenied) || ctxTry.Err() != nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -299,8 +299,8 @@ func TestAuthAfterReconnect(t *testing.T) {
 // TestAuthProtectedPrefix: where an operator made the prefix with an ACL
 // granting only alice (and its parent with one granting her nothing), a
 // wrong password cannot create even a lock nobody holds
-// (ErrNotAuthorized), and alice locks under it although she may not
-// create in the prefix's parent.
+// (distlock.ErrAccessDenied), and alice locks under it although she may
+// not create in the prefix's parent.
 func TestAuthProtectedPrefix(t *testing.T) {
 	s := startAuthServer(t, testbed.ZooKeeperOptions{})
 	top := "/ops-" + strings.ToLower(strings.ReplaceAll(uniqueKey(t), ".", "-"))

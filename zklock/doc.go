@@ -132,13 +132,15 @@
 // the same user, or an ACL that grants each user all permissions on the
 // key's container node, which whoever creates it first sets. Deleting a
 // lock node takes DELETE on its parent, so another user's ForceRelease
-// fails; a Locker of the same user can force-release.
+// fails (distlock.ErrAccessDenied); a Locker of the same user can
+// force-release.
 //
 // A request an ACL refuses (NoAuth), refused credentials (AuthFailed)
 // and a server with enforce.auth.enabled refusing a session without
-// credentials give a one-line error matching distlock.ErrUnavailable and
-// ErrNotAuthorized that names the user, never the password; Acquire
-// returns it at once. A wrong password shows only where it meets an ACL:
+// credentials give a one-line error matching distlock.ErrAccessDenied
+// (and so distlock.ErrUnavailable) that names the user, never the
+// password, e.g. "zklock: create: not authorized as digest user ...";
+// Acquire returns it at once. A wrong password shows only where it meets an ACL:
 // at the container node of a key the right user created, or at the
 // prefix. Since a lock's container node goes once its last lock node
 // does, a wrong password can create a key nobody holds under an open
@@ -160,6 +162,9 @@
 // connection's failure, such as the certificate verification error, or a
 // hint that the TLS settings may not match the server's when a
 // plaintext client meets a TLS port or a TLS client a plaintext one.
+// These errors do not match distlock.ErrTLS: go-zookeeper keeps trying
+// to connect and reports no error of its own, so the Locker sees only a
+// session that did not come, which a server still starting also gives.
 // Client certificates (tls_cert, tls_key) are presented when the server
 // asks; ZooKeeper's x509 authentication provider, which maps them to ACL
 // identities, is not used by the Locker's default ACL.

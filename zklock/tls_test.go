@@ -34,7 +34,7 @@ func wantUnavailable(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
 	t.Logf("%s: %v", what, err)
 	noSecret(t, what, err)
-	if !errors.Is(err, distlock.ErrUnavailable) || errors.Is(err, zklock.ErrNotAuthorized) || strings.Contains(err.Error(), "\n") {
+	if !errors.Is(err, distlock.ErrUnavailable) || errors.Is(err, distlock.ErrAccessDenied) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("%s: %v, want one line matching ErrUnavailable", what, err)
 	}
 	for _, p := range parts {
