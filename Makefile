@@ -23,6 +23,7 @@ test: images vet clean-containers
 	# five-node benchmarks past Redlock's 50 ms node timeout on 2 cores;
 	# the library's own tests above run with it.
 	cd bench && DISTLOCK_REQUIRE_DOCKER=1 $(GO) test -count=1 -run . -bench . -benchtime 1x -timeout 20m ./...
+	$(MAKE) --no-print-directory test-oldest
 
 vet: depcheck
 	test -z "$$(gofmt -l . | tee /dev/stderr)"
@@ -42,6 +43,13 @@ clean-containers:
 	@ids=$$(docker ps -aq --filter label=io.distlock.testbed); [ -z "$$ids" ] || docker rm -fv $$ids >/dev/null
 	@nets=$$(docker network ls -q --filter label=io.distlock.testbed); [ -z "$$nets" ] || docker network rm $$nets >/dev/null
 	@vols=$$(docker volume ls -q --filter label=io.distlock.testbed); [ -z "$$vols" ] || docker volume rm $$vols >/dev/null
+
+# The oldest supported Go: build, vet and the short tests with the toolchain
+# go.mod's go line names (downloaded through the module proxy on first use;
+# scripts/oldest-go.sh). No containers, no race detector.
+.PHONY: test-oldest
+test-oldest:
+	GO="$(GO)" bash scripts/oldest-go.sh
 
 # Fast local loop: no containers, no images.
 test-short:
