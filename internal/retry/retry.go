@@ -41,9 +41,10 @@ type Subscribe func(ctx context.Context) (wake <-chan struct{}, cancel func())
 // (subscribe must not be nil) and never polls, so it suits backends whose wake-ups
 // cannot be missed (their channel also fires on expiry and on any fallback
 // timer the backend arms). Errors matching distlock.ErrNotAcquired or
-// distlock.ErrUnavailable are retried; any other error ends the loop. When
-// ctx ends, the error matches distlock.ErrNotAcquired and ctx.Err(),
-// joined with the last attempt's error (see Ended).
+// distlock.ErrUnavailable are retried, except distlock.ErrAccessDenied
+// and distlock.ErrTLS, which no retry fixes; any other error ends the
+// loop. When ctx ends, the error matches distlock.ErrNotAcquired and
+// ctx.Err(), joined with the last attempt's error (see Ended).
 //
 // Backends whose waits differ (an error that matches ErrUnavailable but
 // must end the wait, a retry only before queueing on the server) write
@@ -60,7 +61,8 @@ func Acquire(ctx context.Context, attempt Attempt, subscribe Subscribe) (distloc
 			cancel()
 			return l, nil
 		}
-		if !errors.Is(err, distlock.ErrNotAcquired) && !errors.Is(err, distlock.ErrUnavailable) {
+		if !errors.Is(err, distlock.ErrNotAcquired) && !errors.Is(err, distlock.ErrUnavailable) ||
+			errors.Is(err, distlock.ErrAccessDenied) || errors.Is(err, distlock.ErrTLS) {
 			cancel()
 			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 				return nil, Ended(ctx, err)

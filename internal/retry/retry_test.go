@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,6 +47,27 @@ func TestAcquireStopsOnFatalError(t *testing.T) {
 	}, never)
 	if !errors.Is(err, distlock.ErrClosed) || calls != 1 {
 		t.Fatalf("calls %d err %v", calls, err)
+	}
+}
+
+// TestAcquireStopsOnRefusal: ErrAccessDenied and ErrTLS, which match
+// ErrUnavailable but which no retry fixes, end the loop after one attempt.
+func TestAcquireStopsOnRefusal(t *testing.T) {
+	for _, sentinel := range []error{distlock.ErrAccessDenied, distlock.ErrTLS} {
+		calls := 0
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := retry.Acquire(ctx, func(context.Context) (distlock.Lease, error) {
+			calls++
+			return nil, fmt.Errorf("%w: backend: refused", sentinel)
+		}, func(context.Context) (<-chan struct{}, func()) {
+			ch := make(chan struct{})
+			close(ch) // an immediate wake-up: a retry would come at once
+			return ch, func() {}
+		})
+		cancel()
+		if !errors.Is(err, sentinel) || errors.Is(err, distlock.ErrNotAcquired) || calls != 1 {
+			t.Fatalf("%v: calls %d err %v", sentinel, calls, err)
+		}
 	}
 }
 
