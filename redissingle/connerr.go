@@ -49,8 +49,10 @@ var authPrefixes = []string{"WRONGPASS", "NOAUTH", "ERR AUTH", "ERR Client sent 
 func wrap(op string, err error) error { return connInfo{}.wrap(op, err) }
 
 // wrap maps an error of operation op to the distlock sentinels. Failures
-// to authenticate or to set up TLS match distlock.ErrUnavailable and say
-// what to check (see connProblem); otherwise, replies saying the server
+// to authenticate or to set up TLS match distlock.ErrAccessDenied or
+// distlock.ErrTLS (and so distlock.ErrUnavailable) where they are
+// certain, else distlock.ErrUnavailable, and say what to check (see
+// connProblem); otherwise, replies saying the server
 // cannot serve now and every transport error (refused, reset, timeout, a
 // context that ended) match distlock.ErrUnavailable and keep the cause;
 // those after which the request may have been executed also match
@@ -88,9 +90,15 @@ func (ci connInfo) userName() string {
 
 // connProblem returns, for a failure to authenticate or to set up TLS, an
 // error matching distlock.ErrUnavailable that names the problem and what
-// to check, keeping the cause; nil for any other error. Only a connection
-// closed by a plaintext client's server may have lost a request in flight
-// (it matches errUnknown); the others fail before any command runs.
+// to check, keeping the cause; nil for any other error. Refused
+// credentials match distlock.ErrAccessDenied; a refused certificate, a
+// server that answers a handshake in plaintext and a refused handshake
+// match distlock.ErrTLS. A TLS handshake that times out and a plaintext
+// connection the server closes say TLS settings may not match but match
+// only distlock.ErrUnavailable, since a slow or restarting server does the
+// same. Only a connection closed by a plaintext client's server may have
+// lost a request in flight (it matches errUnknown); the others fail
+// before any command runs.
 // Neither go-redis's replies nor crypto/tls's errors quote a password.
 func (ci connInfo) connProblem(op string, err error) error {
 	var rerr redis.Error
@@ -98,7 +106,7 @@ func (ci connInfo) connProblem(op string, err error) error {
 		for _, p := range authPrefixes {
 			if strings.HasPrefix(rerr.Error(), p) {
 				return fmt.Errorf("%w: redissingle: %s: authentication failed for user %s: check the client's username and password: %w",
-					distlock.ErrUnavailable, op, ci.userName(), err)
+					distlock.ErrAccessDenied, op, ci.userName(), err)
 			}
 		}
 		return nil
@@ -114,13 +122,13 @@ func (ci connInfo) connProblem(op string, err error) error {
 	switch {
 	case errors.As(err, &verr), errors.As(err, &uerr), errors.As(err, &herr), errors.As(err, &cierr):
 		return fmt.Errorf("%w: redissingle: %s: TLS: the server's certificate was refused (check tls_ca / the client's RootCAs and tls_server_name / ServerName): %w",
-			distlock.ErrUnavailable, op, err)
+			distlock.ErrTLS, op, err)
 	case errors.As(err, &rherr):
 		return fmt.Errorf("%w: redissingle: %s: TLS: the server does not speak TLS; TLS settings may not match the server (use redis:// without tls_ parameters, or no TLSConfig): %w",
-			distlock.ErrUnavailable, op, err)
+			distlock.ErrTLS, op, err)
 	case errors.As(err, &oerr) && oerr.Op == "remote error":
 		return fmt.Errorf("%w: redissingle: %s: TLS: the server refused the handshake (does it require a client certificate, tls_cert and tls_key?): %w",
-			distlock.ErrUnavailable, op, err)
+			distlock.ErrTLS, op, err)
 	case ci.tls && errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: redissingle: %s: timed out (with TLS on, this is also how a server that does not speak TLS fails the handshake: TLS settings may not match the server): %w: %w",
 			distlock.ErrUnavailable, op, errUnknown, err)

@@ -157,22 +157,28 @@
 //
 // Open does no I/O: wrong credentials or TLS settings are the error of
 // the first acquisition (the eviction check, see Options.AllowEviction,
-// is its first request), and of every request after; a blocked Acquire
-// keeps trying until its context ends and its error then includes the
-// last failure. Whichever way the client was built, they match
-// distlock.ErrUnavailable and say:
+// is its first request), and of every request after. Whichever way the
+// client was built, they match distlock.ErrUnavailable, name
+// redissingle, and say:
 //
 //   - "authentication failed for user "app"" (the default user is named
 //     "default"): a wrong password, an unknown or disabled user, or no
-//     credentials for a server that wants them (WRONGPASS, NOAUTH);
+//     credentials for a server that wants them (WRONGPASS, NOAUTH); it
+//     matches distlock.ErrAccessDenied;
 //   - "TLS: the server's certificate was refused": not signed by a
-//     trusted CA, or not valid for the server name;
+//     trusted CA, or not valid for the server name; distlock.ErrTLS;
 //   - "TLS: the server refused the handshake": typically a server that
-//     requires a client certificate and got none;
+//     requires a client certificate and got none; distlock.ErrTLS;
 //   - "TLS settings may not match the server": a TLS client whose server
-//     does not speak TLS (it fails the handshake at once, or never
-//     answers it: the error is then a timeout, which says so), or a
-//     plaintext client whose server closes the connection.
+//     does not speak TLS (it fails the handshake at once: distlock.ErrTLS;
+//     or never answers it: the error is then a timeout, which says so),
+//     or a plaintext client whose server closes the connection.
+//
+// A blocked Acquire returns distlock.ErrAccessDenied and distlock.ErrTLS
+// at once, as no retry fixes them. A handshake timeout and a closed
+// connection look like a slow or restarting server: they match only
+// distlock.ErrUnavailable, and a blocked Acquire keeps trying until its
+// context ends, its error then including the last failure.
 //
 // No error, and no String of a Locker (which names its addresses, db,
 // user, TLS and Prefix), contains a password. An ACL user needs the
