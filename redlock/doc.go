@@ -197,19 +197,26 @@
 // certificate without key) match distlock.ErrInvalidArgument.
 //
 // Errors: the Locker connects on first use, so a misconfiguration is the
-// error of the first operation (for TryAcquire, at once; a blocking
-// Acquire keeps trying until its context ends and keeps the last error).
-// Each node that fails counts as unavailable, so the *QuorumError
-// matches distlock.ErrUnavailable and names, per node: "authentication as
-// user "alice" failed: WRONGPASS ..." (a wrong password and an unknown
-// user look the same: Redis does not say which), "the server requires
-// authentication (NOAUTH ...)", "TLS: server certificate not accepted
-// (... unknown authority / certificate is valid for ..., not ...)", "TLS:
-// refused by the server ... check the client certificate", and, for a
-// plaintext client against a TLS server (it closes the connection) or a
-// TLS client against a plaintext one (it does not answer the handshake),
-// a message saying that the TLS settings may not match the server. No
-// error contains the password.
+// error of the first operation. Each node that fails counts as
+// unavailable, so the *QuorumError matches distlock.ErrUnavailable and
+// names, per node: "authentication as user "alice" failed: WRONGPASS
+// ..." (a wrong password and an unknown user look the same: Redis does
+// not say which), "the server requires authentication (NOAUTH ...)",
+// "TLS: server certificate not accepted (... unknown authority /
+// certificate is valid for ..., not ...)", "TLS: refused by the server
+// ... check the client certificate", and, for a plaintext client against
+// a TLS server (it closes the connection) or a TLS client against a
+// plaintext one (it answers in plaintext, or does not answer the
+// handshake), a message saying that the TLS settings may not match the
+// server. When the nodes refusing the credentials (WRONGPASS, NOAUTH) are
+// alone enough to deny the majority, the error also matches
+// distlock.ErrAccessDenied; when the nodes with a refused certificate or
+// handshake, or answering a handshake in plaintext, are, distlock.ErrTLS.
+// No retry fixes those: TryAcquire and a blocking Acquire return them at
+// once. A handshake that times out and a connection the server closes
+// match only distlock.ErrUnavailable, as a slow or restarting server
+// does the same: a blocking Acquire keeps trying until its context ends
+// and keeps the last error. No error contains the password.
 //
 // Not supported: credentials per node (Username and Password are the
 // same for all: give each node the same ACL user), a scheme that implies

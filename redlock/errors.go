@@ -45,7 +45,11 @@ var ErrNotOurs = fmt.Errorf("%w: key gone or someone else's", distlock.ErrLeaseL
 // ErrUnavailable) without ErrNotAcquired means the nodes are down, not
 // busy. For an extension or release, it matches distlock.ErrLeaseLost if
 // too many nodes answered that the key is not ours for a majority to hold
-// it, else distlock.ErrUnavailable.
+// it, else distlock.ErrUnavailable. For any operation, it also matches
+// distlock.ErrAccessDenied (or distlock.ErrTLS) if the nodes that refused
+// the credentials (or whose TLS settings do not match) are alone enough
+// to deny the majority (Acquired + len(Nodes) - refused < Needed): no
+// retry fixes that, so a blocked Acquire returns it at once.
 type QuorumError struct {
 	// Op is "acquire", "extend" or "release", or one of the Inspector's:
 	// "inspect", "list" or "force release" (which match
@@ -91,6 +95,9 @@ func (e *QuorumError) count(target error) int {
 
 // Is implements the matching documented on QuorumError.
 func (e *QuorumError) Is(target error) bool {
+	if target == distlock.ErrAccessDenied || target == distlock.ErrTLS {
+		return e.Acquired+len(e.Nodes)-e.count(target) < e.Needed
+	}
 	switch e.Op {
 	case "acquire":
 		h := e.count(distlock.ErrNotAcquired)

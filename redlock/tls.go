@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lifecycle"
 	"github.com/distlock/distlock/internal/resp"
 )
@@ -99,7 +100,18 @@ func (c *conn) handshake(ctx context.Context, cfg *tls.Config) error {
 	return nil
 }
 
-// handshakeError says what a failed TLS handshake means and what to check.
+// classed is a node's error that matches kind (distlock.ErrAccessDenied
+// or distlock.ErrTLS) too, with the text of err alone.
+type classed struct{ err, kind error }
+
+func (e classed) Error() string   { return e.err.Error() }
+func (e classed) Unwrap() []error { return []error{e.err, e.kind} }
+
+// handshakeError says what a failed TLS handshake means and what to
+// check. A refused certificate or handshake, and a server answering in
+// plaintext, match distlock.ErrTLS; a handshake that timed out or that
+// the server closed does not, as a slow or restarting server does the
+// same.
 func handshakeError(err error) error {
 	var (
 		verify *tls.CertificateVerificationError
@@ -108,13 +120,13 @@ func handshakeError(err error) error {
 	)
 	switch {
 	case errors.As(err, &verify):
-		return fmt.Errorf("TLS: server certificate not accepted (%w): check the CA (Options.TLS RootCAs, URL tls_ca) and the name it is verified against (ServerName, URL tls_server_name; default: the node's host)", err)
+		return classed{fmt.Errorf("TLS: server certificate not accepted (%w): check the CA (Options.TLS RootCAs, URL tls_ca) and the name it is verified against (ServerName, URL tls_server_name; default: the node's host)", err), distlock.ErrTLS}
 	case errors.As(err, &header):
-		return fmt.Errorf("TLS handshake: the server did not answer in TLS (%w): TLS settings may not match the server, which may serve plaintext", err)
+		return classed{fmt.Errorf("TLS handshake: the server did not answer in TLS (%w): TLS settings may not match the server, which may serve plaintext", err), distlock.ErrTLS}
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("TLS handshake: no answer within the dial timeout (%w): TLS settings may not match the server (a plaintext server does not answer a handshake)", err)
 	case errors.As(err, &op) && op.Op == "remote error":
-		return fmt.Errorf("TLS handshake: refused by the server (%w): check the client certificate (Options.TLS Certificates, URL tls_cert and tls_key)", err)
+		return classed{fmt.Errorf("TLS handshake: refused by the server (%w): check the client certificate (Options.TLS Certificates, URL tls_cert and tls_key)", err), distlock.ErrTLS}
 	case closedByPeer(err):
 		return fmt.Errorf("TLS handshake: the server closed the connection (%w): TLS settings may not match the server", err)
 	}
@@ -131,12 +143,13 @@ func closedByPeer(err error) bool {
 // first reply (other than by a timeout) may mean: over plaintext, a TLS
 // server closing it or answering with a TLS record; over TLS, a server
 // that refused the client certificate (with TLS 1.3 the client learns it
-// only after its handshake).
+// only after its handshake, and it matches distlock.ErrTLS; the other
+// cases do not, as a restarting server also closes connections).
 func firstReplyError(c *conn, err error) error {
 	var op *net.OpError
 	switch {
 	case c.tls && errors.As(err, &op) && op.Op == "remote error":
-		return fmt.Errorf("TLS: refused by the server before its first reply (%w): check the client certificate (Options.TLS Certificates, URL tls_cert and tls_key)", err)
+		return classed{fmt.Errorf("TLS: refused by the server before its first reply (%w): check the client certificate (Options.TLS Certificates, URL tls_cert and tls_key)", err), distlock.ErrTLS}
 	case c.tls:
 		return fmt.Errorf("no reply on a new TLS connection (%w): the server may require a client certificate (Options.TLS Certificates, URL tls_cert and tls_key)", err)
 	}
@@ -144,15 +157,16 @@ func firstReplyError(c *conn, err error) error {
 }
 
 // setupError is the error of a set-up command's error reply se; who names
-// the user if it answered AUTH. No credential is quoted: the reply is the
+// the user if it answered AUTH. A refused AUTH and NOAUTH match
+// distlock.ErrAccessDenied. No credential is quoted: the reply is the
 // server's, which never repeats the password.
 func setupError(se resp.Error, who string) error {
 	msg := string(se)
 	switch {
 	case who != "":
-		return fmt.Errorf("%w: authentication as %s failed: %s", errSetup, who, msg)
+		return classed{fmt.Errorf("%w: authentication as %s failed: %s", errSetup, who, msg), distlock.ErrAccessDenied}
 	case strings.HasPrefix(msg, "NOAUTH"):
-		return fmt.Errorf("%w: the server requires authentication (%s): set Options.Username and Password (URL user:password@)", errSetup, msg)
+		return classed{fmt.Errorf("%w: the server requires authentication (%s): set Options.Username and Password (URL user:password@)", errSetup, msg), distlock.ErrAccessDenied}
 	}
 	return fmt.Errorf("%w: %s", errSetup, msg)
 }

@@ -197,8 +197,11 @@ func (c *tlsCluster) testTLSURL(t *testing.T) {
 }
 
 // Each misconfiguration fails TryAcquire promptly with ErrUnavailable
-// and a message naming the cause, never the password. The plaintext
-// server and the silent one bound the handshake by the dial timeout.
+// and a message naming the cause, never the password; refused
+// credentials also match distlock.ErrAccessDenied and certain TLS
+// mismatches distlock.ErrTLS, which a blocked Acquire returns at once.
+// The plaintext server and the silent one bound the handshake by the
+// dial timeout.
 func (c *tlsCluster) testTLSErrors(t *testing.T) {
 	plain := testbed.StartRedis(t, 1, testbed.RedisOptions{})[0]
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
@@ -212,22 +215,23 @@ func (c *tlsCluster) testTLSErrors(t *testing.T) {
 		name  string
 		addrs []string // default: the TLS nodes
 		opts  redlock.Options
+		kind  error // distlock.ErrAccessDenied, distlock.ErrTLS, or nil: neither
 		want  []string
 	}{
 		{name: "WrongPassword", opts: redlock.Options{TLS: cfg(), Username: "alice", Password: "wrong-" + tlsPassword},
-			want: []string{`authentication as user "alice" failed`, "WRONGPASS"}},
+			kind: distlock.ErrAccessDenied, want: []string{`authentication as user "alice" failed`, "WRONGPASS"}},
 		{name: "UnknownUser", opts: redlock.Options{TLS: cfg(), Username: "bob", Password: tlsPassword},
-			want: []string{`authentication as user "bob" failed`, "WRONGPASS"}},
+			kind: distlock.ErrAccessDenied, want: []string{`authentication as user "bob" failed`, "WRONGPASS"}},
 		{name: "DefaultUser", opts: redlock.Options{TLS: cfg(), Password: tlsPassword},
-			want: []string{"authentication as the default user (password only) failed", "WRONGPASS"}},
+			kind: distlock.ErrAccessDenied, want: []string{"authentication as the default user (password only) failed", "WRONGPASS"}},
 		{name: "NoAuth", opts: redlock.Options{TLS: cfg()},
-			want: []string{"requires authentication", "NOAUTH", "Options.Username"}},
+			kind: distlock.ErrAccessDenied, want: []string{"requires authentication", "NOAUTH", "Options.Username"}},
 		{name: "UntrustedCertificate", opts: redlock.Options{TLS: &tls.Config{RootCAs: other.Pool(), Certificates: cfg().Certificates}, Username: "alice", Password: tlsPassword},
-			want: []string{"server certificate not accepted", "unknown authority"}},
+			kind: distlock.ErrTLS, want: []string{"server certificate not accepted", "unknown authority"}},
 		{name: "WrongServerName", opts: redlock.Options{TLS: func() *tls.Config { x := cfg(); x.ServerName = "elsewhere"; return x }(), Username: "alice", Password: tlsPassword},
-			want: []string{"server certificate not accepted", "not elsewhere"}},
+			kind: distlock.ErrTLS, want: []string{"server certificate not accepted", "not elsewhere"}},
 		{name: "NoClientCertificate", opts: redlock.Options{TLS: &tls.Config{RootCAs: c.ca.Pool()}, Username: "alice", Password: tlsPassword},
-			want: []string{"client certificate"}},
+			kind: distlock.ErrTLS, want: []string{"client certificate"}},
 		{name: "PlaintextClient", opts: redlock.Options{Username: "alice", Password: tlsPassword},
 			want: []string{"TLS settings may not match the server", "Options.TLS"}},
 		{name: "TLSClientPlaintextServer", addrs: []string{plain.Addr()}, opts: redlock.Options{TLS: cfg(), DialTimeout: 200 * time.Millisecond, NodeTimeout: time.Second},
@@ -256,6 +260,13 @@ func (c *tlsCluster) testTLSErrors(t *testing.T) {
 			d := time.Since(start)
 			wantErr(t, err, distlock.ErrUnavailable)
 			notErr(t, err, distlock.ErrNotAcquired)
+			for _, k := range []error{distlock.ErrAccessDenied, distlock.ErrTLS} {
+				if k == tc.kind {
+					wantErr(t, err, k)
+				} else {
+					notErr(t, err, k)
+				}
+			}
 			msg := err.Error()
 			t.Logf("%v: %s", d, msg)
 			for _, w := range tc.want {
@@ -267,6 +278,17 @@ func (c *tlsCluster) testTLSErrors(t *testing.T) {
 			noSecret(t, "fmt", fmt.Sprintf("%v %+v %#v %v %+v %#v", l, l, l, tc.opts, tc.opts, &tc.opts))
 			if d > 2*time.Second {
 				t.Fatalf("TryAcquire took %v", d)
+			}
+			if tc.kind == nil {
+				return
+			}
+			// No retry fixes it: a blocked Acquire returns it at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = l.Acquire(ctx, uniqueKey(t))
+			wantErr(t, err, tc.kind)
+			if ctx.Err() != nil || errors.Is(err, distlock.ErrNotAcquired) {
+				t.Fatalf("blocked Acquire: %v, want %v before its deadline", err, tc.kind)
 			}
 		})
 	}
