@@ -26,6 +26,6 @@ func Example() {
 	fmt.Println("held", lease.Key(), "on", locker.Guarantees().Backend)
 	_ = lease.Release(ctx)
 	// Output:
-	// [etcd mem migrate postgres postgresql redis rediss redlock zk]
+	// [etcd mem migrate postgres postgresql redis redis+cluster redis+sentinel rediss rediss+cluster rediss+sentinel redlock zk]
 	// held reports/daily on mem
 }
