@@ -24,6 +24,7 @@ test: images vet clean-containers
 	# the library's own tests above run with it.
 	cd bench && DISTLOCK_REQUIRE_DOCKER=1 $(GO) test -count=1 -run . -bench . -benchtime 1x -timeout 20m ./...
 	$(MAKE) --no-print-directory test-oldest
+	$(MAKE) --no-print-directory vulncheck
 
 vet: depcheck
 	test -z "$$(gofmt -l . | tee /dev/stderr)"
@@ -50,6 +51,14 @@ clean-containers:
 .PHONY: test-oldest
 test-oldest:
 	GO="$(GO)" bash scripts/oldest-go.sh
+
+# Known vulnerabilities the code of either module calls (govulncheck with
+# a database built from the golang.org/x/vulndb module, which the module
+# proxy serves; scripts/vulncheck.sh). Standard-library findings belong to
+# the toolchain running it: a newer one fixes them (GOTOOLCHAIN=go1.N.M).
+.PHONY: vulncheck
+vulncheck:
+	GO="$(GO)" bash scripts/vulncheck.sh
 
 # Fast local loop: no containers, no images.
 test-short:
