@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/redisauth"
 )
 
 // connInfo is what the Locker knows of its client's connection settings,
@@ -38,12 +39,6 @@ func clientConn(c redis.UniversalClient) connInfo {
 	}
 	return connInfo{}
 }
-
-// authPrefixes are the replies of a server refusing the client's
-// credentials: WRONGPASS (wrong password, unknown or disabled user),
-// NOAUTH (the server wants credentials and got none), and the replies to
-// an AUTH the server has no password for (Redis 6+ and older).
-var authPrefixes = []string{"WRONGPASS", "NOAUTH", "ERR AUTH", "ERR Client sent AUTH", "ERR invalid password", "ERR invalid username-password pair"}
 
 // wrap is Locker.wrap for a Locker whose connection settings are unknown.
 func wrap(op string, err error) error { return connInfo{}.wrap(op, err) }
@@ -103,11 +98,9 @@ func (ci connInfo) userName() string {
 func (ci connInfo) connProblem(op string, err error) error {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		for _, p := range authPrefixes {
-			if strings.HasPrefix(rerr.Error(), p) {
-				return fmt.Errorf("%w: redissingle: %s: authentication failed for user %s: check the client's username and password: %w",
-					distlock.ErrAccessDenied, op, ci.userName(), err)
-			}
+		if redisauth.Refused(rerr.Error()) {
+			return fmt.Errorf("%w: redissingle: %s: authentication failed for user %s: check the client's username and password: %w",
+				distlock.ErrAccessDenied, op, ci.userName(), err)
 		}
 		return nil
 	}

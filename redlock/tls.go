@@ -8,12 +8,12 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/lifecycle"
+	"github.com/distlock/distlock/internal/redisauth"
 	"github.com/distlock/distlock/internal/resp"
 )
 
@@ -157,16 +157,19 @@ func firstReplyError(c *conn, err error) error {
 }
 
 // setupError is the error of a set-up command's error reply se; who names
-// the user if it answered AUTH. A refused AUTH and NOAUTH match
-// distlock.ErrAccessDenied. No credential is quoted: the reply is the
-// server's, which never repeats the password.
+// the user if it answered AUTH. Only the replies with which Redis refuses
+// credentials (see redisauth.Refused: WRONGPASS, NOAUTH, ...) match
+// distlock.ErrAccessDenied; any other reply, such as a full server's "ERR
+// max number of clients reached" (which lands where the AUTH reply was
+// expected), is transient and keeps its text only. No credential is
+// quoted: the reply is the server's, which never repeats the password.
 func setupError(se resp.Error, who string) error {
 	msg := string(se)
 	switch {
+	case !redisauth.Refused(msg):
+		return fmt.Errorf("%w: %s", errSetup, msg)
 	case who != "":
 		return classed{fmt.Errorf("%w: authentication as %s failed: %s", errSetup, who, msg), distlock.ErrAccessDenied}
-	case strings.HasPrefix(msg, "NOAUTH"):
-		return classed{fmt.Errorf("%w: the server requires authentication (%s): set Options.Username and Password (URL user:password@)", errSetup, msg), distlock.ErrAccessDenied}
 	}
-	return fmt.Errorf("%w: %s", errSetup, msg)
+	return classed{fmt.Errorf("%w: the server requires authentication (%s): set Options.Username and Password (URL user:password@)", errSetup, msg), distlock.ErrAccessDenied}
 }
