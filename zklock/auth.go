@@ -52,11 +52,18 @@ const errSessionRequiresAuth = "unknown error: -124"
 
 // refused returns err as an *authError if it is an authorization
 // failure, else err. Once a server has required authentication of a
-// Locker without credentials, a lost connection is reported as such a
-// failure too: the server closes the session after the refusal.
+// Locker without credentials, a lost connection or a missing server is
+// reported as such a failure too (the server closes the session after the
+// refusal), until a request succeeds (err == nil): from then on they are
+// outages again, such as a server restarting without enforcing
+// authentication.
 func (l *Locker) refused(err error) error {
+	if err == nil {
+		l.needAuth.Store(false)
+		return nil
+	}
 	var ae *authError
-	if err == nil || errors.As(err, &ae) {
+	if errors.As(err, &ae) {
 		return err
 	}
 	if isRequiresAuth(err) {

@@ -15,7 +15,8 @@ type Locker struct {
 	servers []string
 	opts    Options
 	// needAuth: a server refused a request for want of authentication
-	// (see refused); the connection losses that follow are reported so.
+	// (see refused); the connection losses that follow are reported so,
+	// until a request succeeds.
 	needAuth atomic.Bool
 
 	// lc is the open/closed state; its Lock also guards the fields below,
