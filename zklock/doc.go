@@ -135,6 +135,23 @@
 // fails (distlock.ErrAccessDenied); a Locker of the same user can
 // force-release.
 //
+// DefaultACL names the digest of user:password, so the password is part
+// of the identity, and rotating it refuses the new credentials
+// (distlock.ErrAccessDenied) wherever nodes created under the old one
+// stand. Holding or waiting on a key creates a lock node in the key's
+// container node, which takes CREATE there; the container carries the
+// ACL of the Locker that created it and lives while any holder or waiter
+// of the key (any lock node) exists, then until the server's container
+// check (znode.container.checkIntervalMs, a minute by default) deletes
+// it. Likewise the prefix and its ancestors, when the Locker created
+// them, carry the old ACL while any key under them exists, which refuses
+// the new credentials on keys not yet there too. To rotate, first give
+// every Locker an Options.ACL naming both identities, e.g.
+// append(zk.DigestACL(zk.PermAll, user, oldPassword), DefaultACL(user,
+// newPassword)...), wait until the nodes created under the old ACL alone
+// are gone, then switch the Password; drop the old identity from
+// Options.ACL once no Locker uses it.
+//
 // A request an ACL refuses (NoAuth), refused credentials (AuthFailed)
 // and a server with enforce.auth.enabled refusing a session without
 // credentials give a one-line error matching distlock.ErrAccessDenied
