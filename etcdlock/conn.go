@@ -141,11 +141,28 @@ func refusal(err error, user, prefix string) error {
 		return fmt.Errorf("%w: etcdlock: the server does not speak TLS: TLS settings may not match the server (drop TLS, or serve https client URLs): %s", distlock.ErrTLS, cause(msg))
 	case strings.Contains(msg, "remote error: tls:"):
 		return fmt.Errorf("%w: etcdlock: the server refused the TLS handshake (a client certificate it requires or trusts?): %s", distlock.ErrTLS, cause(msg))
-	case strings.Contains(msg, "server preface"), strings.Contains(msg, "frame too large"),
-		strings.Contains(msg, "HTTP/1.") && strings.Contains(msg, "malformed"):
+	case protocolMismatch(msg):
 		return fmt.Errorf("%w: etcdlock: the server did not answer as plaintext gRPC: TLS settings may not match the server (it may require TLS: set TLS, or tls_ca in the URL): %s", distlock.ErrTLS, cause(msg))
 	}
 	return nil
+}
+
+// protocolMismatch reports whether msg, a gRPC connection error's text,
+// shows a server answering the HTTP/2 preface with bytes that are not
+// HTTP/2 (a TLS record or an HTTP/1 reply reads as a frame too large, or
+// as a first frame other than SETTINGS). A preface read that ended in EOF,
+// a reset or a timeout is not one: a server or proxy closing new
+// connections, as during a restart, does that, and a retry may succeed.
+func protocolMismatch(msg string) bool {
+	switch {
+	case strings.Contains(msg, "frame too large"),
+		strings.Contains(msg, "initial http2 frame from server is not a settings frame"),
+		strings.Contains(msg, "HTTP/1.") && strings.Contains(msg, "malformed"):
+		return true
+	case strings.Contains(msg, "error reading server preface:"):
+		return strings.Contains(msg, "PROTOCOL_ERROR") || strings.Contains(msg, "FRAME_SIZE_ERROR")
+	}
+	return false
 }
 
 // cause is the innermost part of a gRPC connection error's text, without
