@@ -129,7 +129,16 @@ func (l *Locker) do(ctx context.Context, ttl time.Duration, until time.Time, tri
 			return maybe, nil
 		}
 		maybe = true
-		if r := l.refused(ctx, err); r != nil {
+		// A diagnosis (see refused) takes at most a try's time, and ends
+		// by until: the try may have used up its own.
+		pdl := time.Now().Add(tt)
+		if !until.IsZero() && until.Before(pdl) {
+			pdl = until
+		}
+		pctx, cancel := context.WithDeadline(ctx, pdl)
+		r := l.refused(pctx, err)
+		cancel()
+		if r != nil {
 			return maybe, r // no retry fixes it
 		}
 		if ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) || try == tries {
