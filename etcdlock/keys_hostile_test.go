@@ -7,7 +7,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/etcdlock"
 	"github.com/distlock/distlock/internal/keytest"
 )
@@ -34,20 +33,9 @@ func TestHostileKeysTable(t *testing.T) {
 			keytest.Case{Name: "lease id", Key: "694d7c3e1a2b3c4d"},
 			keytest.Case{Name: "lease id after trailing slash", Key: "a//694d7c3e1a2b3c4d"},
 		),
-		Refused:      refusedKey,
+		Refused:      keytest.Limit,
 		TokenHolders: true,
 	})
-}
-
-// refusedKey is the limit etcdlock names for key, "" if it accepts it.
-func refusedKey(key string) string {
-	switch {
-	case key == "":
-		return "empty key"
-	case len(key) > distlock.MaxKeyLen:
-		return "MaxKeyLen (4096 bytes)"
-	}
-	return ""
 }
 
 // TestKeyLayoutGolden pins the etcd key of a holder's entry, which two

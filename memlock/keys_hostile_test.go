@@ -3,7 +3,6 @@ package memlock_test
 import (
 	"testing"
 
-	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/keytest"
 	"github.com/distlock/distlock/memlock"
 )
@@ -18,18 +17,7 @@ func TestHostileKeysTable(t *testing.T) {
 	keytest.Run(t, keytest.Backend{
 		A1: a1, A2: a1.NewHandle(), B: b,
 		Cases:        keytest.Common(),
-		Refused:      refusedKey,
+		Refused:      keytest.Limit,
 		TokenHolders: true,
 	})
-}
-
-// refusedKey is the limit memlock names for key, "" if it accepts it.
-func refusedKey(key string) string {
-	switch {
-	case key == "":
-		return "empty key"
-	case len(key) > distlock.MaxKeyLen:
-		return "MaxKeyLen (4096 bytes)"
-	}
-	return ""
 }

@@ -27,19 +27,11 @@ func TestHostileKeysTable(t *testing.T) {
 	s := startPostgres(t)
 	a := &pgadvisory.Options{Namespace: tenantA}
 	keytest.Run(t, keytest.Backend{
-		A1:    s.locker(t, "a1", a),
-		A2:    s.locker(t, "a2", a),
-		B:     s.locker(t, "b", &pgadvisory.Options{Namespace: tenantB}),
-		Cases: append(keytest.Common(), keytest.Case{Name: "the namespace", Key: tenantA}),
-		Refused: func(key string) string {
-			switch {
-			case key == "":
-				return "empty key"
-			case len(key) > distlock.MaxKeyLen:
-				return "MaxKeyLen (4096 bytes)"
-			}
-			return ""
-		},
+		A1:      s.locker(t, "a1", a),
+		A2:      s.locker(t, "a2", a),
+		B:       s.locker(t, "b", &pgadvisory.Options{Namespace: tenantB}),
+		Cases:   append(keytest.Common(), keytest.Case{Name: "the namespace", Key: tenantA}),
+		Refused: keytest.Limit,
 		ListKey: func(b bool, key string) string {
 			if b {
 				return strconv.FormatInt(pgadvisory.KeyID(tenantB, key), 10)

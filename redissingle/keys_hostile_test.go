@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/keytest"
 	"github.com/distlock/distlock/redissingle"
 )
@@ -36,12 +35,10 @@ func TestHostileKeysTable(t *testing.T) {
 // refusedKey is the limit redissingle names for key under tenantA, "" if
 // it accepts it.
 func refusedKey(key string) string {
-	switch {
-	case key == "":
-		return "empty key"
-	case len(key) > distlock.MaxKeyLen:
-		return "MaxKeyLen (4096 bytes)"
-	case strings.Contains(tenantA+key, "distlock:"):
+	if limit := keytest.Limit(key); limit != "" {
+		return limit
+	}
+	if strings.Contains(tenantA+key, "distlock:") {
 		return `"distlock:"`
 	}
 	return ""
@@ -55,7 +52,6 @@ func refusedKey(key string) string {
 // "distlock:fence". Braces in the key move the lock's slot (Redis hashes
 // its tag) and the queue's tag follows; the queue's own tag comes first,
 // so a key's braces never decide the queue's slot. The values were
-// checked with an independent CRC-16/XMODEM (Python). The values were
 // checked with an independent CRC-16/XMODEM (Python).
 func TestKeyLayoutGolden(t *testing.T) {
 	s := startRedis(t)

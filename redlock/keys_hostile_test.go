@@ -40,12 +40,10 @@ func TestHostileKeysTable(t *testing.T) {
 // refusedKey is the limit redlock names for key under tenantA, "" if it
 // accepts it.
 func refusedKey(key string) string {
-	switch {
-	case key == "":
-		return "empty key"
-	case len(key) > distlock.MaxKeyLen:
-		return "MaxKeyLen (4096 bytes)"
-	case strings.Contains(tenantA+key, "distlock:"):
+	if limit := keytest.Limit(key); limit != "" {
+		return limit
+	}
+	if strings.Contains(tenantA+key, "distlock:") {
 		return `"distlock:"`
 	}
 	return ""

@@ -3,7 +3,6 @@ package zklock_test
 import (
 	"testing"
 
-	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/keytest"
 	"github.com/distlock/distlock/zklock"
 )
@@ -32,20 +31,9 @@ func TestHostileKeysTable(t *testing.T) {
 			keytest.Case{Name: "lower-case escape", Key: "%2f"},
 			keytest.Case{Name: "the other tenant's prefix", Key: tenantB},
 		),
-		Refused:      refusedKey,
+		Refused:      keytest.Limit,
 		TokenHolders: true,
 	})
-}
-
-// refusedKey is the limit zklock names for key, "" if it accepts it.
-func refusedKey(key string) string {
-	switch {
-	case key == "":
-		return "empty key"
-	case len(key) > distlock.MaxKeyLen:
-		return "MaxKeyLen (4096 bytes)"
-	}
-	return ""
 }
 
 // TestKeyPathGolden pins the escaping of a key into its lock's path, which

@@ -102,6 +102,19 @@ type Backend struct {
 	TokenHolders bool
 }
 
+// Limit is the rule every backend shares (distlock.CheckKey): the text a
+// refusal of key must contain, or "" for a key of 1 to MaxKeyLen bytes.
+// A backend with further rules checks them after Limit.
+func Limit(key string) string {
+	switch {
+	case key == "":
+		return "empty key"
+	case len(key) > distlock.MaxKeyLen:
+		return "MaxKeyLen (4096 bytes)"
+	}
+	return ""
+}
+
 // ttl outlives the test: no lease may expire while it runs.
 const ttl = 2 * time.Minute
 
